@@ -1,0 +1,40 @@
+"""The TOP and TPU dialects, built at import time from `irdl/top.irdl` and `irdl/tpu.irdl`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import Builtin
+from xdsl.ir import Dialect
+
+from tpu_xdsl.dialects import shapes
+from tpu_xdsl.dialects.irdl_loader import load_irdl_dialects
+
+
+def irdl_dir() -> Path:
+    """The folder holding the IRDL files: inside the wheel, or the source checkout."""
+    package = Path(__file__).resolve().parent.parent
+    installed = package / "irdl"
+    return installed if installed.is_dir() else package.parent / "irdl"
+
+
+def _load(file_name: str, context: Context) -> Dialect:
+    path = irdl_dir() / file_name
+    (dialect,) = load_irdl_dialects(
+        path.read_text(),
+        f"irdl/{file_name}",
+        context=context,
+        verify_hooks=shapes.VERIFY_HOOKS,
+        op_members=shapes.OP_MEMBERS,
+    )
+    return dialect
+
+
+_context = Context()
+_context.load_dialect(Builtin)
+Top = _load("top.irdl", _context)
+_context.load_dialect(Top)
+Tpu = _load("tpu.irdl", _context)
+
+__all__ = ["Top", "Tpu", "irdl_dir"]
