@@ -8,7 +8,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import Builtin
 from xdsl.ir import Dialect
 
-from tpu_xdsl.dialects import shapes
+from tpu_xdsl.dialects import op_traits, shapes
 from tpu_xdsl.dialects.irdl_loader import load_irdl_dialects
 
 
@@ -26,7 +26,7 @@ def _load(file_name: str, context: Context) -> Dialect:
         f"irdl/{file_name}",
         context=context,
         verify_hooks=shapes.VERIFY_HOOKS,
-        op_members=shapes.OP_MEMBERS,
+        op_members=op_traits.OP_MEMBERS,
     )
     return dialect
 

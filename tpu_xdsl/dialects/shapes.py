@@ -1,11 +1,9 @@
-"""Shape relations IRDL cannot express: one `infer_shapes` and `verify` per op name."""
+"""Shape relations IRDL cannot express: an `infer_shapes` rule and a `verify` hook per op."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from xdsl.ir import Operation
 
 VERIFY_HOOKS: Mapping[str, Callable[[Operation], None]] = {}
-OP_MEMBERS: Mapping[str, Mapping[str, Any]] = {}
