@@ -44,7 +44,6 @@ from xdsl.ir import (
 from xdsl.irdl import (
     AllOf,
     AnyAttr,
-    AnyOf,
     AttrConstraint,
     AttrSizedOperandSegments,
     AttrSizedResultSegments,
@@ -72,7 +71,7 @@ from xdsl.irdl import (
     var_region_def,
     var_result_def,
 )
-from xdsl.irdl.constraints import ConstraintContext, InferenceContext
+from xdsl.irdl.constraints import ConstraintContext, InferenceContext, VerificationContext
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import ParseError, PyRDLError, VerifyException
@@ -249,6 +248,85 @@ class FieldConstraint(AttrConstraint):
         )
 
 
+@dataclass(frozen=True, init=False)
+class FirstOf(AttrConstraint):
+    """IRDL's `any_of`: the first alternative that verifies.
+
+    xDSL's `AnyOf` requires alternatives with distinct base classes, which rules
+    out the everyday `any_of(i8, i32)`. Alternatives run on a copy of the
+    constraint variables so a failed branch binds nothing.
+    """
+
+    alternatives: tuple[AttrConstraint, ...]
+
+    def __init__(self, alternatives: Sequence[AttrConstraint]):
+        object.__setattr__(self, "alternatives", tuple(alternatives))
+
+    def verify(self, attr: Attribute, constraint_context: VerificationContext) -> None:
+        for alternative in self.alternatives:
+            trial = _copy_context(constraint_context)
+            try:
+                alternative.verify(attr, trial)
+            except VerifyException:
+                continue
+            _merge_context(constraint_context, trial)
+            return
+        raise VerifyException(
+            f"{attr} satisfies none of {', '.join(map(_describe, self.alternatives))}"
+        )
+
+    def variables(self) -> set[str]:
+        common = [a.variables() for a in self.alternatives]
+        return set.intersection(*common) if common else set()
+
+    def get_bases(self) -> set[type[Attribute]] | None:
+        bases: set[type[Attribute]] = set()
+        for alternative in self.alternatives:
+            b = alternative.get_bases()
+            if b is None:
+                return None
+            bases |= b
+        return bases
+
+    def mapping_type_vars(self, type_var_mapping: Any) -> FirstOf:
+        return FirstOf([a.mapping_type_vars(type_var_mapping) for a in self.alternatives])
+
+
+def _copy_context(context: VerificationContext) -> VerificationContext:
+    # VerificationContext has no public copy; its three maps are its whole state.
+    return VerificationContext(
+        dict(context._variables),  # pyright: ignore[reportPrivateUsage]
+        dict(context._range_variables),  # pyright: ignore[reportPrivateUsage]
+        dict(context._int_variables),  # pyright: ignore[reportPrivateUsage]
+    )
+
+
+def _merge_context(context: VerificationContext, trial: VerificationContext) -> None:
+    for key in trial.attr_variables - context.attr_variables:
+        context.set_attr_variable(key, trial.get_variable(key))  # type: ignore[arg-type]
+    for key in trial.range_variables - context.range_variables:
+        context.set_range_variable(key, trial.get_range_variable(key))  # type: ignore[arg-type]
+    for key in trial.int_variables - context.int_variables:
+        context.set_int_variable(key, trial.get_int_variable(key))  # type: ignore[arg-type]
+
+
+def _describe(constr: AttrConstraint) -> str:
+    """A short, readable form of a constraint for error messages."""
+    match constr:
+        case EqAttrConstraint():
+            return str(constr.attr)
+        case BaseAttr():
+            return f"any {constr.attr.name}"
+        case VarConstraint():
+            return _describe(constr.constraint)
+        case FirstOf():
+            return " or ".join(_describe(a) for a in constr.alternatives)
+        case ParamAttrConstraint():
+            return f"{constr.base_attr.name}<...>"
+        case _:
+            return type(constr).__name__
+
+
 # MLIR's names for builtin attributes and types, and the xDSL classes behind them.
 _BUILTIN_BASES: dict[str, type[Attribute]] = {
     "#builtin.array": builtin.ArrayAttr,
@@ -279,12 +357,16 @@ _BUILTIN_BASES: dict[str, type[Attribute]] = {
 }
 
 
+# Class members of a generated op that IRDL field names must not replace.
+_RESERVED = {"name", "traits", "irdl_options", "assembly_format", "custom_directives"}
+
+
 def _python_name(name: str) -> str:
     """A Python identifier for an IRDL field name that avoids Operation members."""
     ident = "".join(c if c.isalnum() else "_" for c in name)
     if not ident or ident[0].isdigit():
         ident = "_" + ident
-    if keyword.iskeyword(ident) or hasattr(IRDLOperation, ident):
+    if keyword.iskeyword(ident) or ident in _RESERVED or hasattr(IRDLOperation, ident):
         ident += "_"
     return ident
 
@@ -410,7 +492,8 @@ class _DialectBuilder:
         if value in self.constraints:
             return self.constraints[value]
         constr = self.make_constraint(value, where)
-        if value.has_more_than_one_use():
+        # An equality constraint needs no variable: all its uses equal one value.
+        if value.has_more_than_one_use() and not isinstance(value.owner, irdl.IsOp):
             self.var_count += 1
             constr = VarConstraint(f"V{self.var_count}", constr)
         self.constraints[value] = constr
@@ -425,10 +508,7 @@ class _DialectBuilder:
                 return AnyAttr()
             case irdl.AnyOfOp():
                 args = [self.constraint(a, where) for a in op.args]
-                try:
-                    return AnyOf(tuple(args)) if len(args) > 1 else args[0]
-                except PyRDLError as e:
-                    raise self.error(where, f"irdl.any_of: {e}") from e
+                return FirstOf(args) if len(args) > 1 else args[0]
             case irdl.AllOfOp():
                 args = [self.constraint(a, where) for a in op.args]
                 return AllOf(tuple(args)) if len(args) > 1 else args[0]
@@ -476,7 +556,7 @@ class _DialectBuilder:
                 case _:
                     pass
         if options:
-            namespace["irdl_options"] = options
+            namespace["irdl_options"] = tuple(options)
         hook = self.verify_hooks.get(op_name)
         if hook is not None:
             namespace["verify_"] = lambda self, _hook=hook: _hook(self)
