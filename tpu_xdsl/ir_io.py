@@ -36,8 +36,12 @@ def parse_module(text: str, source: str = "<string>") -> ModuleOp:
     """Parse and verify IR text; errors become `InvalidIRError` naming the source."""
     try:
         module = Parser(make_context(), text, source).parse_module()
+    except ParseError as e:
+        location = str(e).splitlines()[0]
+        raise InvalidIRError(f"{location}: {e.msg}") from e
+    try:
         module.verify()
-    except (ParseError, DiagnosticException) as e:
+    except DiagnosticException as e:
         raise InvalidIRError(f"{source}: {_first_line(str(e))}") from e
     return module
 

@@ -27,6 +27,7 @@ def _load(file_name: str, context: Context) -> Dialect:
         context=context,
         verify_hooks=shapes.VERIFY_HOOKS,
         op_members=op_traits.OP_MEMBERS,
+        module_prefix="tpu_xdsl.dialects",
     )
     return dialect
 

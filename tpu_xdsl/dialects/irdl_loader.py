@@ -386,7 +386,9 @@ class _DialectBuilder:
         context: Context,
         verify_hooks: Mapping[str, VerifyHook],
         op_members: Mapping[str, Mapping[str, Any]],
+        module_prefix: str,
     ):
+        self.module_prefix = module_prefix
         self.module = module
         self.source = source
         self.context = context
@@ -421,7 +423,7 @@ class _DialectBuilder:
                     params.append((pname.data, self.constraint(value, where)))
         namespace: dict[str, Any] = {
             "name": f"{dialect}.{sym}",
-            "__module__": f"tpu_xdsl.dialects.irdl.{dialect}",
+            "__module__": f"{self.module_prefix}.{dialect}",
             "__annotations__": {},
         }
         for pname, constr in params:
@@ -538,7 +540,7 @@ class _DialectBuilder:
         op_name = f"{dialect}.{entry.sym_name.data}"
         namespace: dict[str, Any] = {
             "name": op_name,
-            "__module__": f"tpu_xdsl.dialects.irdl.{dialect}",
+            "__module__": f"{self.module_prefix}.{dialect}",
         }
         options: list[Any] = []
         for inner in entry.body.block.ops:
@@ -687,6 +689,7 @@ def load_irdl_dialects(
     context: Context | None = None,
     verify_hooks: Mapping[str, VerifyHook] | None = None,
     op_members: Mapping[str, Mapping[str, Any]] | None = None,
+    module_prefix: str = "irdl_dialects",
 ) -> list[Dialect]:
     """Build one xDSL `Dialect` per `irdl.dialect` in `text`.
 
@@ -694,10 +697,16 @@ def load_irdl_dialects(
     than builtin and those of the file. `verify_hooks` maps a qualified op name to
     a function run after the IRDL constraints (for what IRDL cannot say);
     `op_members` maps it to extra class members (methods, properties).
+    Generated classes claim to live in module `{module_prefix}.{dialect}`.
     """
     module = parse_irdl(text, source)
     builder = _DialectBuilder(
-        module, source, context or Context(), verify_hooks or {}, op_members or {}
+        module,
+        source,
+        context or Context(),
+        verify_hooks or {},
+        op_members or {},
+        module_prefix,
     )
     return builder.build()
 
