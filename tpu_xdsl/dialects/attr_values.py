@@ -1,0 +1,76 @@
+"""Plain Python values of op attributes (ints, floats, bools, strings, lists)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    BoolAttr,
+    DenseArrayBase,
+    DictionaryAttr,
+    FloatAttr,
+    IntegerAttr,
+    IntegerType,
+    StringAttr,
+    UnitAttr,
+)
+from xdsl.ir import Attribute, Operation
+
+
+def to_py(attr: Attribute) -> Any:
+    """The Python value of a builtin attribute; other attributes are returned as they are."""
+    match attr:
+        case IntegerAttr():
+            value = attr.value.data
+            if isinstance(attr.type, IntegerType) and attr.type.width.data == 1:
+                return bool(value)
+            return value
+        case FloatAttr():
+            return attr.value.data
+        case StringAttr():
+            return attr.data
+        case ArrayAttr():
+            return [to_py(a) for a in attr.data]
+        case DenseArrayBase():
+            return list(attr.get_values())
+        case DictionaryAttr():
+            return {k: to_py(v) for k, v in attr.data.items()}
+        case UnitAttr():
+            return True
+        case _:
+            return attr
+
+
+def op_attrs(op: Operation) -> dict[str, Any]:
+    """All attributes and properties of `op` as Python values."""
+    values = {name: to_py(a) for name, a in op.attributes.items()}
+    values.update({name: to_py(a) for name, a in op.properties.items()})
+    return values
+
+
+def from_py(value: Any) -> Attribute:
+    """The builtin attribute for a Python value (bool -> i1, int -> i64, float -> f64)."""
+    match value:
+        case bool():
+            return BoolAttr.from_bool(value)
+        case int():
+            return IntegerAttr(value, 64)
+        case float():
+            return FloatAttr(value, 64)
+        case str():
+            return StringAttr(value)
+        case list() | tuple():
+            return ArrayAttr([from_py(v) for v in value])
+        case dict():
+            return DictionaryAttr({k: from_py(v) for k, v in value.items()})
+        case Attribute():
+            return value
+        case _:
+            import numpy as np
+
+            if isinstance(value, np.integer):
+                return IntegerAttr(int(value), 64)
+            if isinstance(value, np.floating):
+                return FloatAttr(float(value), 64)
+            raise TypeError(f"no attribute for {value!r}")

@@ -1,0 +1,78 @@
+"""The table of ONNX import rules: one small function per ONNX op type and opset range.
+
+A rule gets a `NodeContext` and emits TOP ops for one ONNX node:
+
+    @onnx_rule("Relu")
+    def relu(ctx: NodeContext) -> None:
+        ctx.emit("relu", [ctx.input(0)])
+
+`onnx_rule("Slice", until=9)` and `onnx_rule("Slice", since=10)` give
+different rules to old and new opsets (JAX's `register_lowering` table is the
+model). The rule for a node is the one whose range holds the model's opset
+of the node's domain.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tpu_xdsl.frontend.onnx_importer import NodeContext
+
+Rule = Callable[["NodeContext"], None]
+
+
+@dataclass(frozen=True)
+class RuleEntry:
+    since: int
+    until: int | None
+    rule: Rule
+
+
+RULES: dict[str, list[RuleEntry]] = {}
+
+
+def onnx_rule(*op_types: str, since: int = 1, until: int | None = None) -> Callable[[Rule], Rule]:
+    """Register `rule` for ONNX op types, for opsets since..until (inclusive)."""
+
+    def register(rule: Rule) -> Rule:
+        for op_type in op_types:
+            entries = RULES.setdefault(op_type, [])
+            for entry in entries:
+                overlap = (until is None or entry.since <= until) and (
+                    entry.until is None or since <= entry.until
+                )
+                if overlap:
+                    raise ValueError(f"ONNX rules for {op_type} overlap at opset {since}")
+            entries.append(RuleEntry(since, until, rule))
+        return rule
+
+    return register
+
+
+def find_rule(op_type: str, opset: int) -> Rule | None:
+    for entry in RULES.get(op_type, ()):
+        if entry.since <= opset and (entry.until is None or opset <= entry.until):
+            return entry.rule
+    return None
+
+
+def supported_op_types() -> list[str]:
+    load_all()
+    return sorted(RULES)
+
+
+def load_all() -> dict[str, list[RuleEntry]]:
+    """Import every rule module so the table is complete."""
+    from tpu_xdsl.frontend.rules import (  # noqa: F401
+        activation,
+        conv_pool,
+        elementwise,
+        nn,
+        recurrent,
+        tensor,
+    )
+
+    return RULES

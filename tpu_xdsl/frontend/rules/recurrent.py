@@ -1,0 +1,3 @@
+"""Import rules: recurrent."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""LSTM and GRU kernels."""
+
+from __future__ import annotations

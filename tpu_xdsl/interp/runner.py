@@ -1,0 +1,151 @@
+"""Run a TOP or TPU module on numpy inputs; capture named tensors through listeners."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.interpreter import Interpreter, PythonValues
+from xdsl.interpreters.func import FuncFunctions
+from xdsl.ir import Operation
+
+from tpu_xdsl.errors import TpuXdslError
+
+
+class InputMismatchError(TpuXdslError):
+    """Inputs given to a run do not match the model's inputs."""
+
+
+def tensor_names(op: Operation) -> list[str]:
+    """The tensor names of an op's results ("names" attribute), or [] when unnamed."""
+    names = op.attributes.get("names")
+    if names is None:
+        return []
+    return [n.data for n in names.data if isinstance(n, StringAttr)]  # type: ignore[union-attr]
+
+
+class TensorCapture(Interpreter.Listener):
+    """Keeps every named tensor an op produces (`--dump-all`)."""
+
+    def __init__(self, keep: Callable[[str], bool] = lambda name: True):
+        self.keep = keep
+        self.tensors: dict[str, np.ndarray] = {}
+
+    def did_interpret_op(self, op: Operation, results: PythonValues) -> None:
+        if op.name in ("top.weight", "top.none"):
+            return
+        for name, value in zip(tensor_names(op), results):
+            if value is not None and self.keep(name):
+                self.tensors[name] = np.asarray(value)
+
+
+def main_func(module: ModuleOp) -> func.FuncOp:
+    for op in module.ops:
+        if isinstance(op, func.FuncOp) and op.sym_name.data == "main":
+            return op
+    raise TpuXdslError("the module has no func.func @main")
+
+
+def input_ops(module: ModuleOp) -> list[Operation]:
+    """The `top.input` ops in argument order."""
+    main = main_func(module)
+    by_arg = {}
+    for op in main.body.block.ops:
+        if op.name == "top.input":
+            by_arg[main.body.block.args.index(op.operands[0])] = op
+    return [by_arg[i] for i in sorted(by_arg)]
+
+
+def input_names(module: ModuleOp) -> list[str]:
+    main = main_func(module)
+    names = {}
+    for op in input_ops(module):
+        arg = main.body.block.args.index(op.operands[0])
+        names[arg] = (tensor_names(op) or [f"input{arg}"])[0]
+    return [names.get(i, f"input{i}") for i in range(len(main.body.block.args))]
+
+
+def output_names(module: ModuleOp) -> list[str]:
+    main = main_func(module)
+    ret = main.body.block.last_op
+    assert ret is not None
+    names = []
+    for i, value in enumerate(ret.operands):
+        owner = value.owner
+        owned = tensor_names(owner) if isinstance(owner, Operation) else []
+        index = value.index if hasattr(value, "index") else 0
+        names.append(owned[index] if index < len(owned) else f"output{i}")
+    return names
+
+
+def arrange_inputs(module: ModuleOp, inputs: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+    """Match inputs by name (or, for a single input, whatever its key) to @main's arguments."""
+    names = input_names(module)
+    main = main_func(module)
+    arg_types = main.function_type.inputs.data
+    if len(inputs) == 1 and len(names) == 1 and names[0] not in inputs:
+        values = list(inputs.values())
+    else:
+        missing = [n for n in names if n not in inputs]
+        if missing:
+            raise InputMismatchError(
+                f"missing input(s) {', '.join(missing)}; the model's inputs are "
+                f"{', '.join(names)} (given: {', '.join(inputs) or 'none'})"
+            )
+        values = [inputs[n] for n in names]
+    from tpu_xdsl.interp.dtypes import numpy_dtype
+
+    arranged = []
+    for name, value, arg_type in zip(names, values, arg_types, strict=True):
+        value = np.asarray(value)
+        shape = tuple(arg_type.get_shape())  # type: ignore[attr-defined]
+        dtype = numpy_dtype(arg_type.element_type)  # type: ignore[attr-defined]
+        if value.shape != shape:
+            raise InputMismatchError(
+                f"input '{name}' has shape {list(value.shape)}, the model expects {list(shape)}"
+            )
+        if value.dtype != dtype and not (value.dtype.kind == dtype.kind == "f"):
+            raise InputMismatchError(
+                f"input '{name}' has dtype {value.dtype}, the model expects {dtype}"
+            )
+        arranged.append(value.astype(dtype, copy=False))
+    return arranged
+
+
+def load_weights(module: ModuleOp, mlir_path: str | Path | None) -> Mapping[str, np.ndarray]:
+    """The module's weight file (`module.weight_file`, relative to the .mlir file)."""
+    attr = module.attributes.get("module.weight_file")
+    if attr is None:
+        return {}
+    assert isinstance(attr, StringAttr)
+    base = Path(mlir_path).parent if mlir_path is not None else Path.cwd()
+    path = base / attr.data
+    try:
+        return np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as e:
+        raise TpuXdslError(
+            f"cannot read weight file {path} named by module.weight_file: {e}"
+        ) from e
+
+
+def run_module(
+    module: ModuleOp,
+    inputs: Mapping[str, np.ndarray],
+    weights: Mapping[str, np.ndarray],
+    listeners: Iterable[Interpreter.Listener] = (),
+) -> dict[str, np.ndarray]:
+    """Interpret @main on `inputs`; return the outputs by tensor name."""
+    from tpu_xdsl.interp.top_interpreter import TopFunctions
+
+    interpreter = Interpreter(module, listeners=tuple(listeners))
+    interpreter.register_implementations(FuncFunctions())
+    interpreter.register_implementations(TopFunctions(weights))
+    args = arrange_inputs(module, inputs)
+    results = interpreter.call_op("main", tuple(args))
+    return {
+        name: np.asarray(value)
+        for name, value in zip(output_names(module), results, strict=True)
+    }

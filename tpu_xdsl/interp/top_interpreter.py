@@ -1,0 +1,113 @@
+"""Run TOP modules with xDSL's interpreter: one `@impl` per TOP op, bound to the numpy kernels."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.builtin import NoneType, TensorType
+from xdsl.interpreter import (
+    Interpreter,
+    InterpreterFunctions,
+    PythonValues,
+    impl,
+    register_impls,
+)
+from xdsl.ir import Attribute, Dialect, Operation
+
+from tpu_xdsl.dialects import Top
+from tpu_xdsl.dialects.attr_values import op_attrs
+from tpu_xdsl.interp.dtypes import numpy_dtype
+from tpu_xdsl.interp.kernels import Kernel, ResultSpec, load_all
+
+
+class InterpretError(Exception):
+    """An op could not be executed (a bug or an unsupported case, not bad input)."""
+
+
+def result_specs(op: Operation) -> list[ResultSpec]:
+    specs = []
+    for result in op.results:
+        t: Attribute = result.type
+        if isinstance(t, TensorType):
+            specs.append(ResultSpec(tuple(t.get_shape()), numpy_dtype(t.element_type)))
+        elif isinstance(t, NoneType):
+            specs.append(ResultSpec((), np.dtype(np.float32)))
+        else:
+            raise InterpretError(f"'{op.name}': result type {t} is not a tensor")
+    return specs
+
+
+def _run_kernel(kernel: Kernel, op: Operation, args: PythonValues) -> PythonValues:
+    inputs: list[Any] = list(args)
+    # Variadic operands arrive flattened; kernels of variadic ops take the list.
+    specs = result_specs(op)
+    outputs = kernel(inputs, op_attrs(op), specs)
+    checked = []
+    for out, spec in zip(outputs, specs, strict=True):
+        if out is None:
+            checked.append(None)
+            continue
+        out = np.asarray(out)
+        if out.shape != spec.shape:
+            raise InterpretError(
+                f"'{op.name}' ({_names(op)}): kernel produced shape {out.shape}, "
+                f"IR says {spec.shape}"
+            )
+        checked.append(out.astype(spec.dtype, copy=False))
+    return tuple(checked)
+
+
+def _names(op: Operation) -> str:
+    names = op.attributes.get("names")
+    return ", ".join(str(n) for n in names.data) if names is not None else "unnamed"  # type: ignore[union-attr]
+
+
+def make_functions(dialect: Dialect, kernels: Mapping[str, Kernel], name: str):
+    """An `InterpreterFunctions` class with one `@impl` per op of `dialect` that has a kernel."""
+    namespace: dict[str, Any] = {}
+    for op_class in dialect.operations:
+        kind = op_class.name.split(".", 1)[1]
+        if kind not in kernels:
+            continue
+
+        def run(self, interpreter: Interpreter, op: Operation, args: PythonValues, _k=kernels[kind]):
+            return _run_kernel(_k, op, args)
+
+        namespace[f"run_{kind}"] = impl(op_class)(run)
+    return register_impls(type(name, (InterpreterFunctions,), namespace))
+
+
+_TopKernelFunctions = make_functions(Top, load_all(), "TopKernelFunctions")
+_top_ops = {op.name: op for op in Top.operations}
+
+
+@register_impls
+class TopFunctions(_TopKernelFunctions):
+    """TOP op implementations; weights come from the module's weight file."""
+
+    def __init__(self, weights: Mapping[str, np.ndarray]):
+        self.weights = weights
+
+    @impl(_top_ops["top.input"])
+    def run_input(self, interpreter: Interpreter, op: Operation, args: PythonValues):
+        spec = result_specs(op)[0]
+        return (np.asarray(args[0]).astype(spec.dtype, copy=False),)
+
+    @impl(_top_ops["top.weight"])
+    def run_weight(self, interpreter: Interpreter, op: Operation, args: PythonValues):
+        name = _names(op).strip('"')
+        if name not in self.weights:
+            raise InterpretError(f"weight '{name}' is not in the weight file")
+        spec = result_specs(op)[0]
+        value = np.asarray(self.weights[name])
+        if value.shape != spec.shape:
+            raise InterpretError(
+                f"weight '{name}' has shape {value.shape} in the weight file, IR says {spec.shape}"
+            )
+        return (value.astype(spec.dtype, copy=False),)
+
+    @impl(_top_ops["top.none"])
+    def run_none(self, interpreter: Interpreter, op: Operation, args: PythonValues):
+        return (None,)
