@@ -7,6 +7,7 @@ from pathlib import Path
 from xdsl.context import Context
 from xdsl.dialects.builtin import Builtin
 from xdsl.ir import Dialect
+from xdsl.irdl import IRDLOperation
 
 from tpu_xdsl.dialects import op_traits, shapes
 from tpu_xdsl.dialects.irdl_loader import load_irdl_dialects
@@ -38,4 +39,12 @@ Top = _load("top.irdl", _context)
 _context.load_dialect(Top)
 Tpu = _load("tpu.irdl", _context)
 
-__all__ = ["Top", "Tpu", "irdl_dir"]
+_OP_CLASSES = {op.name: op for op in (*Top.operations, *Tpu.operations)}
+
+
+def op_class(name: str) -> type[IRDLOperation]:
+    """The generated class of a TOP or TPU op by its full name (e.g. "top.conv")."""
+    return _OP_CLASSES[name]
+
+
+__all__ = ["Top", "Tpu", "irdl_dir", "op_class"]

@@ -9,12 +9,16 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import DiagnosticException, ParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from tpu_xdsl.errors import TpuXdslError
 from tpu_xdsl.universe import TPU_XDSL_UNIVERSE
+from tpu_xdsl.weights import attach_weights, save_weights, weights_of
 
 
 class TpuOptMain(xDSLOptMain):
@@ -36,6 +40,39 @@ class TpuOptMain(xDSLOptMain):
         arg_parser.add_argument(
             "--debug", action="store_true", help="show Python tracebacks on errors"
         )
+        arg_parser.add_argument(
+            "--weight-file",
+            help="weights (.npz) of the input module, instead of the file its "
+            "module.weight_file attribute names beside the input",
+        )
+        arg_parser.add_argument(
+            "--weight-output",
+            help="where to write the weights when passes change them "
+            "(default: beside -o as <output>_weights.npz)",
+        )
+
+    def apply_passes(self, prog: ModuleOp) -> None:
+        """Attach the module's weights, run the passes, save weights the passes changed."""
+        if self.args.weight_file:
+            attach_weights(prog, dict(np.load(self.args.weight_file, allow_pickle=False)))
+        else:
+            base = Path(self.args.input_file).parent if self.args.input_file else Path.cwd()
+            attach_weights(prog, base_dir=base)
+        super().apply_passes(prog)
+        if not weights_of(prog).changed:
+            return
+        target = self.args.weight_output
+        if target is None and self.args.output_file:
+            out = Path(self.args.output_file)
+            target = out.with_name(f"{out.stem}_weights.npz")
+        if target is None:
+            print(
+                "tpu-opt: warning: passes changed the weights; pass -o or "
+                "--weight-output to save them",
+                file=sys.stderr,
+            )
+            return
+        save_weights(prog, target)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,174 @@
+"""The weights of a module: `top.weight` ops name entries of a weight table kept beside the IR.
+
+The table lives in memory while passes run, attached to its module; it is
+loaded lazily from the `.npz` that `module.weight_file` names (relative to the
+`.mlir` file) and written next to the output when the module is saved.
+Weights never sit inline in the IR.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import weakref
+from collections.abc import Iterator, Mapping, MutableMapping
+from pathlib import Path
+
+import numpy as np
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, TensorType
+from xdsl.ir import Operation, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from tpu_xdsl.errors import TpuXdslError
+
+
+class WeightFileError(TpuXdslError):
+    """The weight file is missing, unreadable, or lacks an entry the IR names."""
+
+
+class WeightStore(MutableMapping[str, np.ndarray]):
+    """Name -> array; entries are read from the source `.npz` on first use."""
+
+    def __init__(self, source: Path | None = None, initial: Mapping[str, np.ndarray] | None = None):
+        self.source = source
+        self._loaded: dict[str, np.ndarray] = dict(initial or {})
+        self._npz = None
+        self._deleted: set[str] = set()
+        self.changed = False
+
+    def _file(self):
+        if self._npz is None and self.source is not None:
+            try:
+                self._npz = np.load(self.source, allow_pickle=False)
+            except (OSError, ValueError) as e:
+                raise WeightFileError(f"cannot read weight file {self.source}: {e}") from e
+        return self._npz
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        if name in self._loaded:
+            return self._loaded[name]
+        npz = self._file()
+        if name in self._deleted or npz is None or name not in npz.files:
+            where = f"weight file {self.source}" if self.source else "the weight table"
+            raise WeightFileError(f"weight '{name}' is not in {where}")
+        value = npz[name]
+        self._loaded[name] = value
+        return value
+
+    def __setitem__(self, name: str, value: np.ndarray) -> None:
+        self._loaded[name] = np.ascontiguousarray(value)
+        self._deleted.discard(name)
+        self.changed = True
+
+    def __delitem__(self, name: str) -> None:
+        self._loaded.pop(name, None)
+        self._deleted.add(name)
+        self.changed = True
+
+    def _names(self) -> list[str]:
+        names = dict.fromkeys(self._loaded)
+        npz = self._file()
+        if npz is not None:
+            names.update(dict.fromkeys(n for n in npz.files if n not in self._deleted))
+        return list(names)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+    def unique_name(self, base: str) -> str:
+        names = set(self._names())
+        name, n = base, 1
+        while name in names:
+            n += 1
+            name = f"{base}_{n}"
+        return name
+
+
+_STORES: weakref.WeakKeyDictionary[ModuleOp, WeightStore] = weakref.WeakKeyDictionary()
+
+
+def attach_weights(
+    module: ModuleOp,
+    weights: Mapping[str, np.ndarray] | None = None,
+    base_dir: str | Path | None = None,
+) -> WeightStore:
+    """Attach a weight table to `module`: given arrays, or the file `module.weight_file` names."""
+    if weights is not None:
+        store = WeightStore(None, weights)
+    else:
+        attr = module.attributes.get("module.weight_file")
+        source = None
+        if isinstance(attr, StringAttr):
+            source = Path(base_dir or ".") / attr.data
+        store = WeightStore(source)
+    _STORES[module] = store
+    return store
+
+
+def weights_of(module: ModuleOp) -> WeightStore:
+    """The module's weight table (attached on first use from `module.weight_file`)."""
+    store = _STORES.get(module)
+    return store if store is not None else attach_weights(module)
+
+
+def weight_name(op: Operation) -> str:
+    names = op.attributes["names"]
+    assert isinstance(names, ArrayAttr)
+    first = names.data[0]
+    assert isinstance(first, StringAttr)
+    return first.data
+
+
+def weight_value(module: ModuleOp, value: SSAValue) -> np.ndarray | None:
+    """The constant array behind `value` when a `top.weight` produces it, else None."""
+    owner = value.owner
+    if not isinstance(owner, Operation) or owner.name != "top.weight":
+        return None
+    return weights_of(module)[weight_name(owner)]
+
+
+def create_weight(
+    module: ModuleOp, base_name: str, array: np.ndarray, insert_before: Operation
+) -> SSAValue:
+    """Add `array` to the table under a fresh name and insert the `top.weight` reading it."""
+    from tpu_xdsl.dialects import op_class
+    from tpu_xdsl.interp.dtypes import element_type
+
+    store = weights_of(module)
+    name = store.unique_name(base_name)
+    store[name] = array
+    op = op_class("top.weight").build(
+        result_types=[TensorType(element_type(array.dtype), array.shape)],
+        attributes={"names": ArrayAttr([StringAttr(name)])},
+    )
+    Rewriter.insert_op(op, InsertPoint.before(insert_before))
+    return op.results[0]
+
+
+def used_weight_names(module: ModuleOp) -> list[str]:
+    return [weight_name(op) for op in module.walk() if op.name == "top.weight"]
+
+
+def save_weights(module: ModuleOp, path: str | Path) -> None:
+    """Write the weights the module uses to `path` (atomically) and point the module at it."""
+    path = Path(path)
+    store = weights_of(module)
+    arrays = {name: store[name] for name in dict.fromkeys(used_weight_names(module))}
+    write_npz_atomic(path, arrays)
+    module.attributes["module.weight_file"] = StringAttr(path.name)
+
+
+def write_npz_atomic(path: str | Path, arrays: Mapping[str, np.ndarray]) -> None:
+    """Write an `.npz` via a temporary file in the same folder, then rename: no partial files."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".npz", dir=path.parent or ".")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, **arrays)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
