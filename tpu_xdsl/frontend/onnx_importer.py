@@ -466,7 +466,10 @@ class OnnxImporter:
         ctx = NodeContext(self, node, opset)
         for name in node.input:
             if name and name not in self.values:
-                raise ImportRuleError(f"{ctx.where}: input '{name}' is produced by no earlier node")
+                raise ImportRuleError(
+                    f"{ctx.where}: input '{name}' is produced by no earlier node "
+                    "(is the model truncated or corrupt?)"
+                )
         if self.try_fold(ctx):
             return
         rule = registry.find_rule(node.op_type, opset) if domain == "" else None
@@ -474,7 +477,7 @@ class OnnxImporter:
             label = f"{domain}." if domain else ""
             raise UnsupportedOpError(
                 f"{ctx.where}: ONNX op {label}{node.op_type} at opset {opset} has no import rule; "
-                f"supported op types: see docs/ops.md or `tpu-xdsl transform --list-ops`"
+                f"`tpu-xdsl list-ops` lists the supported ones"
             )
         rule(ctx)
         for i, name in enumerate(node.output):

@@ -1,12 +1,201 @@
-"""`tpu-xdsl`: the end-to-end tool (transform, calibrate, deploy, run, compare, debug)."""
+"""`tpu-xdsl`: the end-to-end tool (transform, run, check; calibrate, deploy, compare, debug follow).
+
+Errors a user causes print one line and exit with code 2 (`--debug` shows
+the traceback); a comparison below tolerance exits with code 1.
+"""
 
 from __future__ import annotations
 
 import argparse
+import ast
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from tpu_xdsl.errors import TpuXdslError
+
+
+class UsageError(TpuXdslError):
+    """A flag value is malformed."""
+
+
+# -- helpers shared by subcommands --------------------------------------------------
+
+
+def parse_input_shapes(text: str | None) -> list[list[int]] | None:
+    """`[[1,3,224,224]]` or `[1,3,224,224]` -> list of shapes."""
+    if text is None:
+        return None
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError) as e:
+        raise UsageError(f"--input-shapes {text!r}: write a list of shapes, e.g. [[1,3,224,224]]") from e
+    if isinstance(value, list | tuple) and value and all(isinstance(v, int) for v in value):
+        value = [value]
+    if not (
+        isinstance(value, list | tuple)
+        and value
+        and all(isinstance(s, list | tuple) and all(isinstance(d, int) for d in s) for s in value)
+    ):
+        raise UsageError(f"--input-shapes {text!r}: write a list of shapes, e.g. [[1,3,224,224]]")
+    return [list(s) for s in value]
+
+
+def load_inputs(path: str, module, preprocess=None) -> dict:
+    """Model inputs from an .npz (by input name), an .npy (single input), or an image."""
+    import numpy as np
+
+    from tpu_xdsl.frontend.preprocess import Preprocess, is_image
+    from tpu_xdsl.interp.runner import input_names, main_func
+
+    file = Path(path)
+    if not file.is_file():
+        raise UsageError(f"{path}: no such input file")
+    names = input_names(module)
+    if is_image(file):
+        pre = preprocess or Preprocess.from_module(module) or Preprocess()
+        if len(names) != 1:
+            raise UsageError(f"{path}: an image can feed a single-input model; this one has {len(names)} inputs")
+        shape = main_func(module).function_type.inputs.data[0].get_shape()  # type: ignore[attr-defined]
+        return {names[0]: pre.load_image(file, shape)}
+    try:
+        if file.suffix == ".npy":
+            return {names[0]: np.load(file, allow_pickle=False)}
+        with np.load(file, allow_pickle=False) as npz:
+            return {k: npz[k] for k in npz.files}
+    except (OSError, ValueError) as e:
+        raise UsageError(f"{path}: cannot read inputs ({e}); give an .npz, .npy or image file") from e
+
+
+def _write_text_atomic(path: Path, text: str) -> None:
+    import os
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or ".")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def save_module(module, mlir_path: Path, weights) -> None:
+    """Write the `.mlir` and its weight file (`<stem>_weights.npz`) atomically, weights first."""
+    from io import StringIO
+
+    from tpu_xdsl.ir_io import write_module
+    from tpu_xdsl.weights import attach_weights, save_weights
+
+    attach_weights(module, weights)
+    save_weights(module, mlir_path.with_name(f"{mlir_path.stem}_weights.npz"))
+    text = StringIO()
+    write_module(module, text)
+    _write_text_atomic(mlir_path, text.getvalue())
+
+
+def _progress(total: int, desc: str):
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, disable=None, leave=False, file=sys.stderr)
+
+
+# -- transform ------------------------------------------------------------------------
+
+
+def _transform(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from tpu_xdsl.frontend.onnx_importer import import_onnx, load_model
+    from tpu_xdsl.frontend.preprocess import Preprocess, parse_floats, parse_ints
+    from tpu_xdsl.frontend.reference import run_reference
+    from tpu_xdsl.interp.compare import Tolerance, compare_all, format_table, summarize
+    from tpu_xdsl.interp.runner import TensorCapture, run_module
+    from tpu_xdsl.transforms.pipelines import canonicalize
+    from tpu_xdsl.weights import weights_of, write_npz_atomic
+
+    tolerance = Tolerance.parse(args.tolerance)
+    preprocess = Preprocess(
+        mean=parse_floats(args.mean, "--mean") or [0.0],
+        scale=parse_floats(args.scale, "--scale") or [1.0],
+        pixel_format=args.pixel_format,
+        channel_format=args.channel_format,
+        resize_dims=parse_ints(args.resize_dims, "--resize-dims"),
+        keep_aspect_ratio=args.keep_aspect_ratio,
+    )
+    output = Path(args.output)
+    if output.suffix != ".mlir":
+        raise UsageError(f"-o {args.output}: the TOP module is written as .mlir; name it {output.stem}.mlir")
+    if not output.parent.is_dir():
+        raise UsageError(f"-o {args.output}: folder {output.parent} does not exist")
+    shapes = parse_input_shapes(args.input_shapes)
+    steps = 3 + (3 if args.test_input else 0)
+    with _progress(steps, "transform") as bar:
+        bar.set_postfix_str("load")
+        model = load_model(args.model_def)
+        bar.set_postfix_str("import")
+        result = import_onnx(model, args.model_name, shapes)
+        preprocess.record(result.module)
+        bar.update()
+        bar.set_postfix_str("canonicalize")
+        from tpu_xdsl.weights import attach_weights
+
+        attach_weights(result.module, result.weights)
+        canonicalize(result.module)
+        weights = dict(weights_of(result.module))
+        bar.update()
+        feeds = None
+        if args.test_input:
+            # Read and check the test input before writing anything.
+            from tpu_xdsl.interp.runner import arrange_inputs
+
+            given = load_inputs(args.test_input, result.module, preprocess)
+            feeds = dict(zip(result.input_names, arrange_inputs(result.module, given)))
+        save_module(result.module, output, weights)
+        bar.update()
+        if feeds is None:
+            print(f"wrote {output} and {output.stem}_weights.npz")
+            return 0
+        bar.set_postfix_str("reference")
+        reference, engine = run_reference(model, feeds)
+        bar.update()
+        bar.set_postfix_str("TOP interpreter")
+        capture = TensorCapture()
+        outputs = run_module(result.module, feeds, weights_of(result.module), [capture])
+        bar.update()
+        bar.set_postfix_str("compare")
+        rows = compare_all(reference, {**capture.tensors, **outputs})
+        bar.update()
+    print(format_table(rows, tolerance, f"{engine} (reference) vs TOP interpreter, by tensor name"))
+    ok, summary = summarize(rows, tolerance)
+    print(summary)
+    if args.test_result:
+        write_npz_atomic(Path(args.test_result), {**capture.tensors, **outputs})
+        print(f"wrote {args.test_result} ({len(capture.tensors)} tensors)")
+    print(f"wrote {output} and {output.stem}_weights.npz")
+    return 0 if ok else 1
+
+
+# -- run ---------------------------------------------------------------------------------
+
+
+def _run(args: argparse.Namespace) -> int:
+    from tpu_xdsl.interp.runner import TensorCapture, run_module
+    from tpu_xdsl.ir_io import read_module
+    from tpu_xdsl.weights import attach_weights, write_npz_atomic
+
+    module = read_module(args.model)
+    weights = attach_weights(module, base_dir=Path(args.model).parent)
+    inputs = load_inputs(args.input, module)
+    capture = TensorCapture()
+    outputs = run_module(module, inputs, weights, [capture] if args.dump_all else [])
+    tensors = {**capture.tensors, **outputs} if args.dump_all else outputs
+    write_npz_atomic(Path(args.output), tensors)
+    for name, value in outputs.items():
+        print(f"{name}: shape {list(value.shape)} {value.dtype}")
+    print(f"wrote {args.output} ({len(tensors)} tensors)")
+    return 0
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -18,14 +207,51 @@ def _check(args: argparse.Namespace) -> int:
     return 0
 
 
+def _list_ops(args: argparse.Namespace) -> int:
+    from tpu_xdsl.frontend.registry import RULES, load_all
+
+    load_all()
+    for op_type in sorted(RULES):
+        ranges = ", ".join(f"{e.since}-{e.until or ''}" for e in RULES[op_type])
+        print(f"{op_type:<28} opsets {ranges}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tpu-xdsl", description=__doc__)
-    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    parser = argparse.ArgumentParser(prog="tpu-xdsl", description="Deploy ONNX models to a TPU, checking every stage.")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     sub = parser.add_subparsers(dest="command", required=True)
+
+    t = sub.add_parser("transform", help="ONNX -> TOP .mlir + weights, checked against onnxruntime")
+    t.add_argument("--model-def", required=True, help="the ONNX model")
+    t.add_argument("--model-name", required=True, help="name recorded in the module")
+    t.add_argument("--input-shapes", help="static input shapes, e.g. [[1,3,224,224]]")
+    t.add_argument("--mean", help="per-channel mean, e.g. 123.675,116.28,103.53")
+    t.add_argument("--scale", help="per-channel scale: y = (x - mean) * scale")
+    t.add_argument("--pixel-format", default="bgr", help="rgb, bgr or gray (default bgr)")
+    t.add_argument("--channel-format", default="nchw", help="nchw or nhwc (default nchw)")
+    t.add_argument("--resize-dims", help="resize images to height,width before the center crop")
+    t.add_argument("--keep-aspect-ratio", action="store_true", help="resize keeping the aspect ratio, pad with 0")
+    t.add_argument("--test-input", help="an .npz/.npy input or an image to compare stages on")
+    t.add_argument("--test-result", help="write the TOP interpreter's tensors here (.npz)")
+    t.add_argument("--tolerance", default="0.99,0.99", help="min cosine,euclidean (default 0.99,0.99)")
+    t.add_argument("-o", "--output", required=True, help="the TOP .mlir to write")
+    t.set_defaults(func=_transform)
+
+    r = sub.add_parser("run", help="run a TOP/TPU .mlir on inputs with the interpreter")
+    r.add_argument("model", help="a .mlir file")
+    r.add_argument("--input", required=True, help=".npz/.npy inputs or an image")
+    r.add_argument("--output", required=True, help="where to write the outputs (.npz)")
+    r.add_argument("--dump-all", action="store_true", help="also write every named intermediate tensor")
+    r.set_defaults(func=_run)
+
     check = sub.add_parser("check", help="parse, verify and print a .mlir file")
     check.add_argument("file", help="a TOP or TPU .mlir file")
     check.add_argument("--generic", action="store_true", help="print generic form")
     check.set_defaults(func=_check)
+
+    ops = sub.add_parser("list-ops", help="ONNX op types the importer supports, with opset ranges")
+    ops.set_defaults(func=_list_ops)
     return parser
 
 
@@ -39,6 +265,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"tpu-xdsl: error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("tpu-xdsl: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -1,0 +1,118 @@
+"""Compare tensors between stages: cosine, euclidean similarity, SQNR (TPU-MLIR's metrics).
+
+euclidean similarity = 1 - ||a - b|| / ||(a + b) / 2||; SQNR = 10 log10(||a||^2 / ||a - b||^2)
+with `a` the reference. Integer and bool tensors compare for equality.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    cosine: float
+    euclidean: float
+
+    @staticmethod
+    def parse(text: str, flag: str = "--tolerance") -> Tolerance:
+        from tpu_xdsl.errors import TpuXdslError
+
+        parts = text.split(",")
+        try:
+            values = [float(p) for p in parts]
+        except ValueError:
+            values = []
+        if len(values) != 2 or not all(-1.0 <= v <= 1.0 for v in values):
+            raise TpuXdslError(
+                f"{flag} {text!r}: give two numbers in [-1, 1], cosine then euclidean, e.g. 0.99,0.99"
+            )
+        return Tolerance(values[0], values[1])
+
+
+@dataclass(frozen=True)
+class TensorComparison:
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    cosine: float
+    euclidean: float
+    sqnr_db: float
+    max_abs_diff: float
+    exact: bool | None  # for integer tensors: equal or not; None for floats
+    problem: str | None = None  # shape or dtype mismatch
+
+    def passes(self, tol: Tolerance) -> bool:
+        if self.problem is not None:
+            return False
+        if self.exact is not None:
+            return self.exact
+        return self.cosine >= tol.cosine and self.euclidean >= tol.euclidean
+
+
+def compare_tensors(name: str, reference: np.ndarray, actual: np.ndarray) -> TensorComparison:
+    reference, actual = np.asarray(reference), np.asarray(actual)
+    shape = tuple(reference.shape)
+    if reference.shape != actual.shape:
+        if reference.size == actual.size:
+            actual = actual.reshape(reference.shape)
+        else:
+            return TensorComparison(name, shape, str(reference.dtype), math.nan, math.nan, math.nan, math.nan, None,
+                                    f"shape {list(actual.shape)} vs reference {list(reference.shape)}")
+    integer = reference.dtype.kind in "iub" and actual.dtype.kind in "iub"
+    a = reference.astype(np.float64).ravel()
+    b = actual.astype(np.float64).ravel()
+    diff = a - b
+    max_abs = float(np.max(np.abs(diff))) if diff.size else 0.0
+    exact = bool(np.array_equal(a, b)) if integer else None
+    norm_a, norm_b, norm_d = (float(np.linalg.norm(v)) for v in (a, b, diff))
+    if norm_a == 0.0 and norm_b == 0.0:
+        cosine = 1.0
+    elif norm_a == 0.0 or norm_b == 0.0:
+        cosine = 0.0
+    else:
+        cosine = float(np.dot(a, b) / (norm_a * norm_b))
+    mean_norm = float(np.linalg.norm((a + b) / 2))
+    euclidean = 1.0 if norm_d == 0.0 else (1.0 - norm_d / mean_norm if mean_norm > 0 else 0.0)
+    sqnr = math.inf if norm_d == 0.0 else (20 * math.log10(norm_a / norm_d) if norm_a > 0 else -math.inf)
+    return TensorComparison(name, shape, str(reference.dtype), cosine, euclidean, sqnr, max_abs, exact)
+
+
+def compare_all(reference: Mapping[str, np.ndarray], actual: Mapping[str, np.ndarray]) -> list[TensorComparison]:
+    """Compare every tensor name present in both, in the order of `actual` (execution order)."""
+    return [compare_tensors(name, reference[name], actual[name]) for name in actual if name in reference]
+
+
+def format_table(rows: list[TensorComparison], tol: Tolerance, title: str) -> str:
+    lines = [title, f"{'tensor':<40} {'shape':<18} {'cosine':>9} {'euclid':>9} {'sqnr dB':>8} {'max|d|':>10}  ok"]
+    for r in rows:
+        shape = "x".join(map(str, r.shape)) or "scalar"
+        if r.problem:
+            lines.append(f"{r.name[:40]:<40} {shape[:18]:<18} {r.problem}  FAIL")
+            continue
+        mark = "ok" if r.passes(tol) else "FAIL"
+        sqnr = "inf" if math.isinf(r.sqnr_db) and r.sqnr_db > 0 else f"{r.sqnr_db:8.2f}"
+        lines.append(
+            f"{r.name[:40]:<40} {shape[:18]:<18} {r.cosine:9.6f} {r.euclidean:9.6f} {sqnr:>8} {r.max_abs_diff:10.3g}  {mark}"
+        )
+    return "\n".join(lines)
+
+
+def summarize(rows: list[TensorComparison], tol: Tolerance) -> tuple[bool, str]:
+    if not rows:
+        return False, "no tensor names in common: nothing was compared"
+    failing = [r for r in rows if not r.passes(tol)]
+    floats = [r for r in rows if r.exact is None and r.problem is None]
+    min_cos = min((r.cosine for r in floats), default=1.0)
+    min_euc = min((r.euclidean for r in floats), default=1.0)
+    head = (
+        f"{len(rows)} tensors compared; min cosine {min_cos:.6f}, min euclidean {min_euc:.6f} "
+        f"(tolerance {tol.cosine}, {tol.euclidean})"
+    )
+    if failing:
+        return False, f"{head}; {len(failing)} below tolerance, first: {failing[0].name}"
+    return True, f"{head}; all pass"
