@@ -222,10 +222,11 @@ class FieldConstraint(AttrConstraint):
         try:
             self.constr.verify(attr, constraint_context)
         except VerifyException as e:
-            raise VerifyException(
-                f"'{self.op_name}' {self.field_kind} '{self.field_name}' "
-                f"has invalid value {attr}: {e.args[0]}"
-            ) from e
+            where = f"'{self.op_name}' {self.field_kind} '{self.field_name}' has invalid value {attr}"
+            if _satisfies_alone(self.constr, attr):
+                # Fine on its own: it differs from another field bound to the same variable.
+                raise VerifyException(f"{where}: {e.args[0]}") from e
+            raise VerifyException(f"{where}: expected {_describe(self.constr)}") from e
 
     def variables(self) -> set[str]:
         return self.constr.variables()
@@ -310,19 +311,78 @@ def _merge_context(context: VerificationContext, trial: VerificationContext) -> 
         context.set_int_variable(key, trial.get_int_variable(key))  # type: ignore[arg-type]
 
 
+def _naming_op(verify: Callable[[Operation], None]) -> Callable[[Operation], None]:
+    """Wrap an op's verifier so every message names the op, on one line."""
+
+    def verify_(op: Operation) -> None:
+        try:
+            verify(op)
+        except VerifyException as e:
+            message = str(e.args[0]) if e.args else str(e)
+            raise VerifyException(_one_line(op.name, message)) from e
+
+    return verify_
+
+
+def _one_line(op_name: str, message: str) -> str:
+    """The most specific line of `message` that names the op, or the first line prefixed."""
+    lines = [line for line in message.splitlines() if line.strip()]
+    naming = [line for line in lines if f"'{op_name}'" in line]
+    if naming:
+        return naming[-1]
+    return f"'{op_name}': {lines[0] if lines else message}"
+
+
+def _satisfies_alone(constr: AttrConstraint, attr: Attribute) -> bool:
+    """Whether `attr` satisfies `constr` with no constraint variables bound."""
+    try:
+        constr.verify(attr, VerificationContext())
+    except VerifyException:
+        return False
+    return True
+
+
+_BASE_WORDS: dict[type[Attribute], str] = {
+    builtin.IntegerAttr: "an integer",
+    builtin.FloatAttr: "a float",
+    builtin.StringAttr: "a string",
+    builtin.ArrayAttr: "an array",
+    builtin.UnitAttr: "a unit attribute",
+    builtin.TensorType: "a tensor",
+    builtin.NoneType: "none",
+    builtin.IntegerType: "an integer type",
+    builtin.DictionaryAttr: "a dictionary",
+}
+
+
 def _describe(constr: AttrConstraint) -> str:
     """A short, readable form of a constraint for error messages."""
     match constr:
         case EqAttrConstraint():
             return str(constr.attr)
+        case AnyAttr():
+            return "anything"
         case BaseAttr():
-            return f"any {constr.attr.name}"
+            return _BASE_WORDS.get(constr.attr, f"a {constr.attr.name}")
         case VarConstraint():
             return _describe(constr.constraint)
+        case FieldConstraint():
+            return _describe(constr.constr)
         case FirstOf():
             return " or ".join(_describe(a) for a in constr.alternatives)
+        case ArrayOfConstraint():
+            inner = constr.elem_range_constraint
+            element = getattr(inner, "constr", None)
+            return f"an array whose elements are each {_describe(element)}" if element else "an array"
+        case ParamAttrConstraint() if constr.base_attr is builtin.TensorType:
+            return f"a tensor of {_describe(constr.param_constrs[1])}"
+        case ParamAttrConstraint() if constr.base_attr is builtin.IntegerAttr:
+            kind = constr.param_constrs[1]
+            if isinstance(kind, EqAttrConstraint) and kind.attr == builtin.i1:
+                return "a bool (true or false)"
+            return f"an integer of type {_describe(kind)}"
         case ParamAttrConstraint():
-            return f"{constr.base_attr.name}<...>"
+            return f"{constr.base_attr.name}<{', '.join(_describe(c) for c in constr.param_constrs)}>"
         case _:
             return type(constr).__name__
 
@@ -577,9 +637,11 @@ class _DialectBuilder:
         namespace.update(self.op_members.get(op_name, {}))
         cls = type(entry.get_py_class_name(), (IRDLOperation,), namespace)
         try:
-            return irdl_op_definition(cls)
+            cls = irdl_op_definition(cls)
         except PyRDLError as e:
             raise self.error(op_name, str(e)) from e
+        cls.verify_ = _naming_op(cls.verify_)
+        return cls
 
     def add_field(self, namespace: dict[str, Any], op_name: str, name: str, value: Any) -> None:
         ident = _python_name(name)

@@ -13,7 +13,7 @@ func.func @main(%arg0: tensor<1x3x8x8xf32>) -> tensor<1x4x8x8xf32> {
 }
 
 // CHECK-NOT: Traceback
-// CHECK:     tpu-opt: error: 'top.conv' attribute 'strides' has invalid value "x"
+// CHECK:     tpu-opt: error: 'top.conv' attribute 'strides' has invalid value "x": expected an array whose elements are each an integer
 // CHECK-NOT: Traceback
 
 // DEBUG: Traceback
