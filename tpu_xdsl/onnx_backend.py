@@ -23,9 +23,18 @@ from tpu_xdsl.interp.runner import run_module
 class TpuXdslRep(BackendRep):
     """A prepared model: its TOP module and weights."""
 
-    def __init__(self, model: onnx.ModelProto, input_shapes: Sequence[Sequence[int]] | None):
+    def __init__(
+        self,
+        model: onnx.ModelProto,
+        input_shapes: Sequence[Sequence[int]] | None,
+        constant_inputs: Mapping[str, np.ndarray] | None = None,
+    ):
         from tpu_xdsl.transforms.pipelines import canonicalize
 
+        self.constant_inputs = dict(constant_inputs or {})
+        self.all_input_names = [v.name for v in model_inputs(model)]
+        if self.constant_inputs:
+            model = with_constant_inputs(model, self.constant_inputs)
         result = import_onnx(model, model.graph.name or "model", input_shapes)
         canonicalize(result.module)
         self.module = result.module
@@ -34,12 +43,11 @@ class TpuXdslRep(BackendRep):
         self.output_names = result.output_names
 
     def run(self, inputs: Any, **kwargs: Any) -> tuple[Any, ...]:
-        if isinstance(inputs, Mapping):
-            feeds = dict(inputs)
-        else:
-            if isinstance(inputs, np.ndarray):
-                inputs = [inputs]
-            feeds = dict(zip(self.input_names, inputs))
+        if isinstance(inputs, np.ndarray):
+            inputs = [inputs]
+        if not isinstance(inputs, Mapping):
+            inputs = dict(zip(self.all_input_names, inputs))
+        feeds = {k: v for k, v in inputs.items() if k not in self.constant_inputs}
         outputs = run_module(self.module, feeds, self.weights)
         values = [outputs[name] for name in outputs]
         return namedtupledict("Outputs", self.output_names)(*values)
@@ -54,7 +62,7 @@ class TpuXdslBackend(Backend):
         input_shapes = kwargs.get("input_shapes")
         if input_shapes is None:
             input_shapes = _static_shapes(model)
-        return TpuXdslRep(model, input_shapes)
+        return TpuXdslRep(model, input_shapes, kwargs.get("constant_inputs"))
 
     @classmethod
     def run_model(cls, model: onnx.ModelProto, inputs: Any, device: str = "CPU", **kwargs: Any) -> tuple[Any, ...]:
@@ -66,6 +74,24 @@ class TpuXdslBackend(Backend):
     @classmethod
     def supports_device(cls, device: str) -> bool:
         return device == "CPU"
+
+
+def with_constant_inputs(model: onnx.ModelProto, values: Mapping[str, np.ndarray]) -> onnx.ModelProto:
+    """A copy of `model` whose inputs named in `values` are initializers holding them.
+
+    Shapes in TOP are static, so inputs that decide a shape (a Reshape target,
+    Slice bounds, reduction axes, TopK's k) must be known at compile time.
+    """
+    from onnx import numpy_helper
+
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    for name, value in values.items():
+        copy.graph.initializer.append(numpy_helper.from_array(np.asarray(value), name))
+    kept = [v for v in copy.graph.input if v.name not in values]
+    del copy.graph.input[:]
+    copy.graph.input.extend(kept)
+    return copy
 
 
 def _static_shapes(model: onnx.ModelProto) -> list[list[int]] | None:

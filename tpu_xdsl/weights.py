@@ -56,7 +56,8 @@ class WeightStore(MutableMapping[str, np.ndarray]):
         return value
 
     def __setitem__(self, name: str, value: np.ndarray) -> None:
-        self._loaded[name] = np.ascontiguousarray(value)
+        value = np.asarray(value)
+        self._loaded[name] = np.ascontiguousarray(value).reshape(value.shape)
         self._deleted.discard(name)
         self.changed = True
 

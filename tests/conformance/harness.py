@@ -15,11 +15,41 @@ def to_array(value):
     return value
 
 
+# Inputs that decide a result's shape, by op type and input index. TOP shapes are
+# static, so when a test feeds these at run time they are bound as constants
+# (a static-shape compiler needs them at compile time, as TPU-MLIR does).
+SHAPE_INPUTS: dict[str, set[int]] = {
+    "Reshape": {1}, "Expand": {1}, "Tile": {1}, "Slice": {1, 2, 3, 4}, "Pad": {1, 3},
+    "Resize": {1, 2, 3}, "Upsample": {1}, "Split": {1}, "Squeeze": {1}, "Unsqueeze": {1},
+    "TopK": {1}, "ConstantOfShape": {0}, "Range": {0, 1, 2}, "OneHot": {1}, "CenterCropPad": {1},
+    "ReduceMean": {1}, "ReduceSum": {1}, "ReduceMax": {1}, "ReduceMin": {1}, "ReduceProd": {1},
+    "ReduceL1": {1}, "ReduceL2": {1}, "ReduceLogSum": {1}, "ReduceLogSumExp": {1},
+    "ReduceSumSquare": {1}, "Trilu": {1},
+}
+
+
+def shape_input_names(model: onnx.ModelProto) -> set[str]:
+    names = set()
+    for node in model.graph.node:
+        for index in SHAPE_INPUTS.get(node.op_type, ()):
+            if index < len(node.input) and node.input[index]:
+                names.add(node.input[index])
+    return names
+
+
 def run_case(model: onnx.ModelProto, data_sets, rtol: float, atol: float) -> None:
-    """Prepare once, run every data set, assert outputs match in count, dtype and value."""
+    """Prepare per data set, run, assert outputs match in count, dtype and value."""
+    from tpu_xdsl.frontend.onnx_importer import model_inputs
+
+    input_names = [v.name for v in model_inputs(model)]
+    shape_inputs = shape_input_names(model)
     for inputs, expected in data_sets:
         arrays = [to_array(x) for x in inputs]
-        rep = TpuXdslBackend.prepare(model, input_shapes=[np.shape(a) for a in arrays])
+        constants = {n: a for n, a in zip(input_names, arrays) if n in shape_inputs}
+        fed = [a for n, a in zip(input_names, arrays) if n not in constants]
+        rep = TpuXdslBackend.prepare(
+            model, input_shapes=[np.shape(a) for a in fed], constant_inputs=constants
+        )
         outputs = rep.run(arrays)
         expected = [to_array(x) for x in expected]
         assert len(outputs) == len(expected), f"{len(outputs)} outputs, expected {len(expected)}"

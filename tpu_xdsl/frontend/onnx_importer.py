@@ -126,13 +126,14 @@ def bind_input_shapes(
                     f"says rank {len(dims)}"
                 )
             for axis, (dim, given) in enumerate(zip(dims, shape)):
-                if dim.HasField("dim_value") and dim.dim_value != given:
+                # Some exporters write -1 (or 0) for a dynamic dim.
+                if dim.HasField("dim_value") and dim.dim_value > 0 and dim.dim_value != given:
                     raise ShapeBindingError(
                         f"--input-shapes gives input '{value.name}' dim {axis} = {given}, "
                         f"the model fixes it to {dim.dim_value}"
                     )
-            if any(d <= 0 for d in shape):
-                raise ShapeBindingError(f"--input-shapes: input '{value.name}' has a dim <= 0: {list(shape)}")
+            if any(d < 0 for d in shape):
+                raise ShapeBindingError(f"--input-shapes: input '{value.name}' has a negative dim: {list(shape)}")
         else:
             shape = []
             for axis, dim in enumerate(dims):
@@ -277,6 +278,12 @@ class NodeContext:
                 self.importer.define(name, result)
         return results
 
+    def constant(self, array: np.ndarray, tag: str) -> SSAValue:
+        """A `top.weight` for a constant the rule computes, under a fresh derived name."""
+        array = np.asarray(array)
+        name = self.importer.unique_name(f"{self.output_name(0)}_{tag}", reserve=False)
+        return self.importer.weight(name, array)
+
     def set_output(self, i: int, value: SSAValue) -> None:
         """Make an already emitted value the node's output i (its name stays)."""
         self.importer.define(self.node.output[i], value)
@@ -301,6 +308,11 @@ class OnnxImporter:
         self._weight_ssa: dict[tuple[str, str], SSAValue] = {}
         self._none: SSAValue | None = None
         self._used_names: set[str] = set()
+        graph = self.model.graph
+        # Every name the ONNX graph uses, so derived names never collide with later ones.
+        self._onnx_names: set[str] = {v.name for v in (*graph.input, *graph.output)}
+        self._onnx_names.update(t.name for t in graph.initializer)
+        self._onnx_names.update(n for node in graph.node for n in (*node.input, *node.output) if n)
 
     # -- values ------------------------------------------------------------------------
 
@@ -314,14 +326,15 @@ class OnnxImporter:
     def define_const(self, name: str, value: np.ndarray) -> None:
         self.values[name] = OnnxValue(name, tuple(value.shape), value.dtype, const=value)
 
-    def unique_name(self, base: str, *, onnx_name: bool = False) -> str:
+    def unique_name(self, base: str, *, onnx_name: bool = False, reserve: bool = True) -> str:
         """`base`, or `base_2`, `base_3`... if taken. ONNX's own names are unique already;
         derived names must also avoid every ONNX tensor name."""
         name, n = base, 1
-        while name in self._used_names or (not onnx_name and name in self.values):
+        while name in self._used_names or (not onnx_name and name in self._onnx_names):
             n += 1
             name = f"{base}_{n}"
-        self._used_names.add(name)
+        if reserve:
+            self._used_names.add(name)
         return name
 
     def none_value(self) -> SSAValue:
@@ -351,7 +364,8 @@ class OnnxImporter:
         if key in self._weight_ssa:
             return self._weight_ssa[key]
         weight_name = self.unique_name(name, onnx_name=True)
-        self.weights[weight_name] = np.ascontiguousarray(array)
+        # ascontiguousarray makes 0-d arrays 1-d: keep the shape.
+        self.weights[weight_name] = np.ascontiguousarray(array).reshape(array.shape)
         op = self._top["top.weight"].build(
             result_types=[TensorType(element_type(array.dtype), array.shape)],
             attributes={"names": ArrayAttr([StringAttr(weight_name)])},
@@ -390,6 +404,8 @@ class OnnxImporter:
             assert base_name is not None
             names = [self.unique_name(base_name if len(result_types) == 1 else f"{base_name}_{i}") for i in range(len(result_types))]
         else:
+            # A node may have more outputs than the op has results (e.g. Dropout's mask).
+            names = list(names)[: len(result_types)]
             names = [n if n else self.unique_name(f"{names[0]}_unused{i}") for i, n in enumerate(names)]
             self._used_names.update(names)
         attributes = {k: from_py(v) for k, v in attrs.items()}

@@ -7,4 +7,60 @@ from xdsl.passes import ModulePass
 
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     """Pass name -> factory returning the pass class (imported lazily)."""
-    return {}
+
+    def top_constant_fold():
+        from tpu_xdsl.transforms.top_constant_fold import TopConstantFold
+
+        return TopConstantFold
+
+    def top_dce():
+        from tpu_xdsl.transforms.top_dce import TopDce
+
+        return TopDce
+
+    def top_fold_batchnorm():
+        from tpu_xdsl.transforms.top_fold_batchnorm import TopFoldBatchnorm
+
+        return TopFoldBatchnorm
+
+    def top_fold_reshape():
+        from tpu_xdsl.transforms.top_fold_reshape import TopFoldReshape
+
+        return TopFoldReshape
+
+    def top_fuse_gelu():
+        from tpu_xdsl.transforms.top_fuse_gelu import TopFuseGelu
+
+        return TopFuseGelu
+
+    def top_fuse_hardswish():
+        from tpu_xdsl.transforms.top_fuse_hardswish import TopFuseHardswish
+
+        return TopFuseHardswish
+
+    def top_fuse_layernorm():
+        from tpu_xdsl.transforms.top_fuse_layernorm import TopFuseLayernorm
+
+        return TopFuseLayernorm
+
+    def top_fuse_relu():
+        from tpu_xdsl.transforms.top_fuse_relu import TopFuseRelu
+
+        return TopFuseRelu
+
+    def top_fuse_silu():
+        from tpu_xdsl.transforms.top_fuse_silu import TopFuseSilu
+
+        return TopFuseSilu
+
+    return {
+        "top-constant-fold": top_constant_fold,
+        "top-dce": top_dce,
+        "top-fold-batchnorm": top_fold_batchnorm,
+        "top-fold-reshape": top_fold_reshape,
+        "top-fuse-gelu": top_fuse_gelu,
+        "top-fuse-hardswish": top_fuse_hardswish,
+        "top-fuse-layernorm": top_fuse_layernorm,
+        "top-fuse-relu": top_fuse_relu,
+        "top-fuse-silu": top_fuse_silu,
+    }

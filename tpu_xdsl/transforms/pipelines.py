@@ -6,10 +6,28 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
+from tpu_xdsl.transforms import get_all_passes
+
+# Constants and reshapes first (they expose the patterns), BatchNorm before ReLU
+# fusion (conv -> bn -> relu becomes one conv), the pattern fusions before ReLU
+# fusion (it would take the Clip out of x * relu6(x + 3) / 6), DCE last.
+CANONICALIZE = (
+    "top-constant-fold",
+    "top-fold-reshape",
+    "top-fold-batchnorm",
+    "top-fuse-layernorm",
+    "top-fuse-gelu",
+    "top-fuse-hardswish",
+    "top-fuse-silu",
+    "top-fuse-relu",
+    "top-dce",
+)
+
 
 def canonicalize_passes() -> list[ModulePass]:
-    """TOP -> TOP simplifications, in order (filled as the passes land)."""
-    return []
+    """TOP -> TOP simplifications, in order."""
+    passes = get_all_passes()
+    return [passes[name]()() for name in CANONICALIZE]
 
 
 def canonicalize(module: ModuleOp) -> None:

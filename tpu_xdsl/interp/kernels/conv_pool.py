@@ -1,8 +1,23 @@
-"""Convolution and pooling kernels: im2col views plus one batched BLAS GEMM."""
+"""Convolution and pooling kernels.
+
+Loops run over kernel positions ("taps") only: each tap is one strided view of
+the padded input holding that tap's input pixel for every output pixel.
+
+- conv: im2col (one strided copy per tap) and one GEMM per image and group
+  in a batched matmul (a depthwise conv is C small GEMMs [M, K] @ [K, out]);
+  1x1 stride-1 convs are a GEMM on the input itself.
+- deconv: one GEMM per group to [OCg*K, N*in], then col2im: each tap's
+  slab is added into the output at a strided view.
+- max_pool / avg_pool: elementwise max / sum over the taps of one spatial dim
+  at a time (the window is separable; a reduction of a window view for long
+  kernels, a plain reduction for global pooling); avg_pool divides by the tap
+  counts of `tap_counts`.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import itertools
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -11,8 +26,15 @@ from numpy.lib.stride_tricks import sliding_window_view
 from tpu_xdsl.interp.kernels import ResultSpec, kernel
 from tpu_xdsl.interp.kernels.activation import fused_relu
 
+# The largest im2col buffer (bytes); bigger convs run in blocks of output rows.
+_COLS_LIMIT = 64 << 20
+# Above this many taps along a dim, pooling reduces a window view instead of looping.
+_MAX_TAP_LOOP = 16
 
-def _spatial_params(attrs: dict[str, Any], spatial: int) -> tuple[list[int], list[int], list[int], list[int]]:
+
+def _spatial_params(
+    attrs: dict[str, Any], spatial: int
+) -> tuple[list[int], list[int], list[int], list[int]]:
     kernel_shape = list(attrs["kernel_shape"])
     strides = list(attrs.get("strides") or [1] * spatial)
     pads = list(attrs.get("pads") or [0] * (2 * spatial))
@@ -21,14 +43,48 @@ def _spatial_params(attrs: dict[str, Any], spatial: int) -> tuple[list[int], lis
 
 
 def pad_spatial(x: np.ndarray, pads: Sequence[int], value: float = 0.0) -> np.ndarray:
+    """x padded with `value` on its spatial dims (pads: begins then ends); x itself when no pads."""
     spatial = x.ndim - 2
     if not any(pads):
         return x
-    widths = [(0, 0), (0, 0)] + [(pads[i], pads[i + spatial]) for i in range(spatial)]
-    return np.pad(x, widths, constant_values=value)
+    sizes = [d + pads[i] + pads[i + spatial] for i, d in enumerate(x.shape[2:])]
+    padded = np.full((*x.shape[:2], *sizes), value, dtype=x.dtype)
+    padded[
+        (
+            slice(None),
+            slice(None),
+            *(slice(pads[i], pads[i] + d) for i, d in enumerate(x.shape[2:])),
+        )
+    ] = x
+    return padded
 
 
-def windows(x: np.ndarray, kernel_shape: Sequence[int], strides: Sequence[int], dilations: Sequence[int], out_spatial: Sequence[int]) -> np.ndarray:
+def _pool_pads(
+    x: np.ndarray,
+    pads: Sequence[int],
+    out: Sequence[int],
+    kernel_shape: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+) -> list[int]:
+    """pads with the ends grown so the last window fits (ceil_mode)."""
+    spatial = len(kernel_shape)
+    pads = list(pads)
+    for i, (size, o, k, s, d) in enumerate(
+        zip(x.shape[2:], out, kernel_shape, strides, dilations)
+    ):
+        needed = (o - 1) * s + (k - 1) * d + 1 - (size + pads[i] + pads[i + spatial])
+        pads[i + spatial] += max(0, needed)
+    return pads
+
+
+def windows(
+    x: np.ndarray,
+    kernel_shape: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+    out_spatial: Sequence[int],
+) -> np.ndarray:
     """A view [N, C, *out_spatial, *kernel_shape] of the (padded) input's windows."""
     spatial = len(kernel_shape)
     extents = [(k - 1) * d + 1 for k, d in zip(kernel_shape, dilations)]
@@ -39,8 +95,52 @@ def windows(x: np.ndarray, kernel_shape: Sequence[int], strides: Sequence[int], 
     return view[index]
 
 
+def taps(
+    kernel_shape: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+    out_spatial: Sequence[int],
+) -> Iterator[tuple[slice, ...]]:
+    """Per kernel position (row-major), the spatial slices of the padded input that
+    hold that tap's input for every output pixel."""
+    for offsets in itertools.product(*(range(k) for k in kernel_shape)):
+        yield tuple(
+            slice(i * d, i * d + (o - 1) * s + 1, s)
+            for i, d, o, s in zip(offsets, dilations, out_spatial, strides)
+        )
+
+
+def tap_counts(
+    sizes: Sequence[int],
+    out_spatial: Sequence[int],
+    kernel_shape: Sequence[int],
+    strides: Sequence[int],
+    pads: Sequence[int],
+    dilations: Sequence[int],
+    include_pad: bool,
+) -> np.ndarray:
+    """The divisor of average pooling per output pixel: the window's taps inside the
+    input, or inside input + explicit pads with `include_pad` (never the ceil_mode
+    overhang), as ONNX's reference and onnxruntime count."""
+    spatial = len(kernel_shape)
+    counts = np.ones(tuple(out_spatial), dtype=np.float32)
+    for i, (size, o, k, s, d) in enumerate(
+        zip(sizes, out_spatial, kernel_shape, strides, dilations)
+    ):
+        position = np.arange(o)[:, None] * s - pads[i] + np.arange(k)[None, :] * d
+        low, high = (-pads[i], size + pads[i + spatial]) if include_pad else (0, size)
+        count = ((position >= low) & (position < high)).sum(axis=1)
+        counts *= count.reshape([o if j == i else 1 for j in range(spatial)])
+    return counts
+
+
+# -- convolution ------------------------------------------------------------------------
+
+
 @kernel("conv")
-def conv(inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultSpec]) -> list[np.ndarray]:
+def conv(
+    inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultSpec]
+) -> list[np.ndarray]:
     x, w, b = inputs
     spatial = x.ndim - 2
     kernel_shape, strides, pads, dilations = _spatial_params(attrs, spatial)
@@ -48,20 +148,185 @@ def conv(inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultS
     out_shape = results[0].shape
     n, c = x.shape[:2]
     oc = w.shape[0]
-    cols = windows(pad_spatial(x, pads), kernel_shape, strides, dilations, out_shape[2:])
-    # [N, G, Cg, *out, *k] -> [G, N*prod(out), Cg*prod(k)]
-    k_size = int(np.prod(kernel_shape))
-    out_size = int(np.prod(out_shape[2:]))
-    cg = c // group
-    cols = cols.reshape(n, group, cg, *out_shape[2:], *kernel_shape)
-    spatial_axes = list(range(3, 3 + spatial))
-    kernel_axes = list(range(3 + spatial, 3 + 2 * spatial))
-    cols = cols.transpose(1, 0, *spatial_axes, 2, *kernel_axes).reshape(group, n * out_size, cg * k_size)
-    weights = w.reshape(group, oc // group, cg * k_size).transpose(0, 2, 1)
-    y = np.matmul(cols, weights)  # [G, N*out, OCg]
-    y = y.reshape(group, n, *out_shape[2:], oc // group)
-    # [G, N, *out, OCg] -> [N, G, OCg, *out] -> [N, OC, *out]
-    y = y.transpose(1, 0, 2 + spatial, *range(2, 2 + spatial)).reshape(out_shape)
+    if (
+        group == 1
+        and all(k == 1 for k in kernel_shape)
+        and all(s == 1 for s in strides)
+        and not any(pads)
+    ):
+        y = np.matmul(w.reshape(oc, c), x.reshape(n, c, -1)).reshape(out_shape)
+    else:
+        y = _im2col(
+            pad_spatial(x, pads), w, group, kernel_shape, strides, dilations, out_shape
+        )
     if b is not None:
-        y = y + b.reshape(1, -1, *([1] * spatial))
+        y += b.reshape(1, -1, *([1] * spatial)).astype(y.dtype, copy=False)
     return [fused_relu(y.astype(x.dtype, copy=False), attrs)]
+
+
+def _im2col(
+    xp: np.ndarray,
+    w: np.ndarray,
+    group: int,
+    kernel_shape: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+    out_shape: Sequence[int],
+) -> np.ndarray:
+    """cols [N, G, Cg*K, out] from one copy per tap, then W [G, OCg, Cg*K] @ cols
+    (N*G GEMMs in one batched matmul) gives [N, G, OCg, out] = [N, OC, *out].
+
+    cols holds K copies of the input: above _COLS_LIMIT bytes, output rows
+    (the first spatial dim) are computed in blocks that keep it under the limit."""
+    n, c = xp.shape[:2]
+    oc = w.shape[0]
+    out = tuple(out_shape[2:])
+    k_size = int(np.prod(kernel_shape))
+    row_bytes = n * c * k_size * int(np.prod(out[1:])) * xp.itemsize
+    block = max(1, _COLS_LIMIT // row_bytes)
+    if block < out[0]:
+        y = np.empty(out_shape, dtype=xp.dtype)
+        s, extent = strides[0], (kernel_shape[0] - 1) * dilations[0] + 1
+        for r0 in range(0, out[0], block):
+            r1 = min(out[0], r0 + block)
+            rows = xp[:, :, r0 * s : (r1 - 1) * s + extent]
+            shape = (*out_shape[:2], r1 - r0, *out[1:])
+            y[:, :, r0:r1] = _im2col(rows, w, group, kernel_shape, strides, dilations, shape)
+        return y
+    cg, ocg = c // group, oc // group
+    xg = xp.reshape(n, group, cg, *xp.shape[2:])
+    cols = np.empty((n, group, cg, k_size, *out), dtype=xp.dtype)
+    for t, window in enumerate(taps(kernel_shape, strides, dilations, out)):
+        cols[:, :, :, t] = xg[(slice(None),) * 3 + window]
+    y = np.matmul(
+        w.reshape(group, ocg, cg * k_size), cols.reshape(n, group, cg * k_size, -1)
+    )
+    return y.reshape(out_shape)
+
+
+@kernel("deconv")
+def deconv(
+    inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultSpec]
+) -> list[np.ndarray]:
+    """Transposed convolution: cols = W^T @ x per group, col2im over the taps, crop the pads."""
+    x, w, b = inputs
+    spatial = x.ndim - 2
+    kernel_shape, strides, pads, dilations = _spatial_params(attrs, spatial)
+    out_pad = list(attrs.get("output_padding") or [0] * spatial)
+    group = int(attrs.get("group", 1))
+    out_shape = results[0].shape
+    n, c = x.shape[:2]
+    sizes = x.shape[2:]
+    cg, ocg = c // group, w.shape[1]
+    k_size = int(np.prod(kernel_shape))
+    xg = x.reshape(n, group, cg, -1)
+    xg = (
+        xg[0] if n == 1 else xg.transpose(1, 2, 0, 3).reshape(group, cg, -1)
+    )  # [G, Cg, N*in]
+    wg = w.reshape(group, cg, ocg * k_size).transpose(0, 2, 1)  # [G, OCg*K, Cg]
+    cols = np.matmul(wg, xg).reshape(group, ocg, k_size, n, *sizes)
+    full = [
+        (i - 1) * s + (k - 1) * d + 1 + p
+        for i, s, k, d, p in zip(sizes, strides, kernel_shape, dilations, out_pad)
+    ]
+    y = np.zeros((group, ocg, n, *full), dtype=x.dtype)
+    for t, window in enumerate(taps(kernel_shape, strides, dilations, sizes)):
+        y[(slice(None),) * 3 + window] += cols[:, :, t]
+    crop = tuple(slice(p, p + o) for p, o in zip(pads[:spatial], out_shape[2:]))
+    y = (
+        y[(slice(None),) * 3 + crop]
+        .reshape(group * ocg, n, *out_shape[2:])
+        .swapaxes(0, 1)
+    )
+    y = np.ascontiguousarray(y)
+    if b is not None:
+        y += b.reshape(1, -1, *([1] * spatial)).astype(y.dtype, copy=False)
+    return [fused_relu(y, attrs)]
+
+
+# -- pooling ----------------------------------------------------------------------------
+
+
+def _is_global(
+    x: np.ndarray, kernel_shape: Sequence[int], pads: Sequence[int], out: Sequence[int]
+) -> bool:
+    return (
+        list(kernel_shape) == list(x.shape[2:])
+        and not any(pads)
+        and all(o == 1 for o in out)
+    )
+
+
+def _pool_reduce(
+    x: np.ndarray,
+    attrs: dict[str, Any],
+    results: Sequence[ResultSpec],
+    pad_value: float,
+    combine: np.ufunc,
+) -> tuple[np.ndarray, list[int], list[int], list[int], list[int]]:
+    """The max or sum of every window (`combine` = np.maximum or np.add), and the
+    window attributes (pads without the ceil_mode growth).
+
+    A box window is separable: reduce along one spatial dim at a time, over that
+    dim's taps (3 + 3 passes for a 3x3 window instead of 9)."""
+    spatial = x.ndim - 2
+    kernel_shape, strides, pads, dilations = _spatial_params(attrs, spatial)
+    out = results[0].shape[2:]
+    if _is_global(x, kernel_shape, pads, out):
+        return (
+            combine.reduce(x, axis=tuple(range(2, 2 + spatial)), keepdims=True),
+            kernel_shape,
+            strides,
+            pads,
+            dilations,
+        )
+    y = pad_spatial(
+        x, _pool_pads(x, pads, out, kernel_shape, strides, dilations), pad_value
+    )
+    for i, (k, s, d, o) in enumerate(zip(kernel_shape, strides, dilations, out)):
+        axis = 2 + i
+        if k > _MAX_TAP_LOOP:
+            view = sliding_window_view(y, (k - 1) * d + 1, axis=axis)
+            view = view[(slice(None),) * axis + (slice(0, o * s, s),)][..., ::d]
+            y = combine.reduce(view, axis=-1)
+            continue
+        before = (slice(None),) * axis
+        reduced = None
+        for j in range(k):
+            tap = y[before + (slice(j * d, j * d + (o - 1) * s + 1, s),)]
+            if reduced is None:
+                reduced = tap.copy()
+            else:
+                combine(reduced, tap, out=reduced)
+        y = reduced
+    return y, kernel_shape, strides, pads, dilations
+
+
+@kernel("max_pool")
+def max_pool(
+    inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultSpec]
+) -> list[np.ndarray]:
+    """Max over each window; padding is -inf so it never wins."""
+    x = inputs[0]
+    y, *_ = _pool_reduce(x, attrs, results, -np.inf, np.maximum)
+    return [fused_relu(y, attrs)]
+
+
+@kernel("avg_pool")
+def avg_pool(
+    inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultSpec]
+) -> list[np.ndarray]:
+    """Window sum over the tap count (see `tap_counts`: count_include_pad counts the
+    explicit pads, never the ceil_mode overhang)."""
+    x = inputs[0]
+    total, kernel_shape, strides, pads, dilations = _pool_reduce(
+        x, attrs, results, 0.0, np.add
+    )
+    out = results[0].shape[2:]
+    include_pad = bool(attrs.get("count_include_pad", False))
+    counts = tap_counts(
+        x.shape[2:], out, kernel_shape, strides, pads, dilations, include_pad
+    )
+    with np.errstate(divide="ignore", invalid="ignore"):
+        np.divide(total, counts.astype(total.dtype, copy=False), out=total)
+    return [fused_relu(total, attrs)]

@@ -1,0 +1,10 @@
+// RUN: tpu-opt %s | tpu-opt | filecheck %s
+// RUN: tpu-opt %s --print-op-generic | tpu-opt | filecheck %s
+
+func.func @main(%arg0: tensor<8xf16>) -> tensor<8xf16> {
+  %y = "tpu.sin"(%arg0) {names = ["y"]} : (tensor<8xf16>) -> tensor<8xf16>
+  func.return %y : tensor<8xf16>
+}
+
+// CHECK:      %[[Y:.*]] = "tpu.sin"(%arg0) {names = ["y"]} : (tensor<8xf16>) -> tensor<8xf16>
+// CHECK-NEXT: func.return

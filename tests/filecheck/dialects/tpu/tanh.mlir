@@ -1,0 +1,10 @@
+// RUN: tpu-opt %s | tpu-opt | filecheck %s
+// RUN: tpu-opt %s --print-op-generic | tpu-opt | filecheck %s
+
+func.func @main(%arg0: tensor<4x4xf16>) -> tensor<4x4xf16> {
+  %y = "tpu.tanh"(%arg0) {names = ["y"]} : (tensor<4x4xf16>) -> tensor<4x4xf16>
+  func.return %y : tensor<4x4xf16>
+}
+
+// CHECK:      %[[Y:.*]] = "tpu.tanh"(%arg0) {names = ["y"]} : (tensor<4x4xf16>) -> tensor<4x4xf16>
+// CHECK-NEXT: func.return
