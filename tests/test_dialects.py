@@ -27,6 +27,14 @@ def test_tpu_has_a_counterpart_for_every_computing_top_op():
         assert extra in tpu
 
 
+def test_irdl_files_verify():
+    from tpu_xdsl.dialects import irdl_dir
+    from tpu_xdsl.dialects.irdl_loader import parse_irdl
+
+    for name in ("top.irdl", "tpu.irdl"):
+        parse_irdl((irdl_dir() / name).read_text(), name, verify=True)
+
+
 def test_stubs_are_current():
     for dialect in (Top, Tpu):
         path = stub_paths()[dialect.name]
