@@ -65,7 +65,7 @@ def main() -> int:
 
     from tpu_xdsl.frontend.onnx_importer import import_onnx
     from tpu_xdsl.interp.compare import compare_tensors
-    from tpu_xdsl.interp.runner import run_module
+    from tpu_xdsl.interp.runner import ModuleRunner
     from tpu_xdsl.transforms.pipelines import canonicalize
     from tpu_xdsl.weights import attach_weights, weights_of
 
@@ -88,10 +88,10 @@ def main() -> int:
         options.inter_op_num_threads = 1
         session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         ort_ms = 1000 * time_call(lambda: session.run(None, feeds), args.repeat)
-        weights = weights_of(result.module)
+        runner = ModuleRunner(result.module, weights_of(result.module))
         with threadpool_limits(limits=args.threads):
-            top_ms = 1000 * time_call(lambda: run_module(result.module, feeds, weights), args.repeat)
-            ours = run_module(result.module, feeds, weights)
+            top_ms = 1000 * time_call(lambda: runner.run(feeds), args.repeat)
+            ours = runner.run(feeds)
         reference = session.run(None, feeds)
         cosine = min(
             compare_tensors(n, r, ours[n]).cosine for n, r in zip(result.output_names, reference)

@@ -131,21 +131,36 @@ def load_weights(module: ModuleOp, mlir_path: str | Path | None) -> Mapping[str,
         ) from e
 
 
+class ModuleRunner:
+    """Runs @main of one module many times (calibration, benchmarks), reusing the
+    op implementations and their per-op caches between runs."""
+
+    def __init__(self, module: ModuleOp, weights: Mapping[str, np.ndarray]):
+        from tpu_xdsl.interp.top_interpreter import TopFunctions
+
+        self.module = module
+        self.functions = [FuncFunctions(), TopFunctions(weights)]
+        self.output_names = output_names(module)
+
+    def run(
+        self, inputs: Mapping[str, np.ndarray], listeners: Iterable[Interpreter.Listener] = ()
+    ) -> dict[str, np.ndarray]:
+        interpreter = Interpreter(self.module, listeners=tuple(listeners))
+        for functions in self.functions:
+            interpreter.register_implementations(functions)
+        args = arrange_inputs(self.module, inputs)
+        results = interpreter.call_op("main", tuple(args))
+        return {
+            name: np.asarray(value)
+            for name, value in zip(self.output_names, results, strict=True)
+        }
+
+
 def run_module(
     module: ModuleOp,
     inputs: Mapping[str, np.ndarray],
     weights: Mapping[str, np.ndarray],
     listeners: Iterable[Interpreter.Listener] = (),
 ) -> dict[str, np.ndarray]:
-    """Interpret @main on `inputs`; return the outputs by tensor name."""
-    from tpu_xdsl.interp.top_interpreter import TopFunctions
-
-    interpreter = Interpreter(module, listeners=tuple(listeners))
-    interpreter.register_implementations(FuncFunctions())
-    interpreter.register_implementations(TopFunctions(weights))
-    args = arrange_inputs(module, inputs)
-    results = interpreter.call_op("main", tuple(args))
-    return {
-        name: np.asarray(value)
-        for name, value in zip(output_names(module), results, strict=True)
-    }
+    """Interpret @main on `inputs` once; return the outputs by tensor name."""
+    return ModuleRunner(module, weights).run(inputs, listeners)

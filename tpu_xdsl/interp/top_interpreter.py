@@ -20,6 +20,7 @@ from tpu_xdsl.dialects import Top
 from tpu_xdsl.dialects.attr_values import op_attrs
 from tpu_xdsl.interp.dtypes import numpy_dtype
 from tpu_xdsl.interp.kernels import Kernel, ResultSpec, load_all
+from tpu_xdsl.weights import weight_name
 
 
 class InterpretError(Exception):
@@ -39,11 +40,20 @@ def result_specs(op: Operation) -> list[ResultSpec]:
     return specs
 
 
-def _run_kernel(kernel: Kernel, op: Operation, args: PythonValues) -> PythonValues:
-    inputs: list[Any] = list(args)
+def _run_kernel(
+    kernel: Kernel, op: Operation, args: PythonValues, static: dict[Operation, Any] | None = None
+) -> PythonValues:
+    """Run `kernel` for `op`; `static` caches each op's attributes and result specs
+    for the lifetime of one set of interpreter functions (passes may edit ops in
+    place between runs, so the cache never outlives them)."""
+    cached = static.get(op) if static is not None else None
+    if cached is None:
+        cached = (op_attrs(op), result_specs(op))
+        if static is not None:
+            static[op] = cached
+    attrs, specs = cached
     # Variadic operands arrive flattened; kernels of variadic ops take the list.
-    specs = result_specs(op)
-    outputs = kernel(inputs, op_attrs(op), specs)
+    outputs = kernel(list(args), attrs, specs)
     checked = []
     for out, spec in zip(outputs, specs, strict=True):
         if out is None:
@@ -73,9 +83,10 @@ def make_functions(dialect: Dialect, kernels: Mapping[str, Kernel], name: str):
             continue
 
         def run(self, interpreter: Interpreter, op: Operation, args: PythonValues, _k=kernels[kind]):
-            return _run_kernel(_k, op, args)
+            return _run_kernel(_k, op, args, self.static_cache)
 
         namespace[f"run_{kind}"] = impl(op_class)(run)
+    namespace["static_cache"] = None
     return register_impls(type(name, (InterpreterFunctions,), namespace))
 
 
@@ -89,6 +100,7 @@ class TopFunctions(_TopKernelFunctions):
 
     def __init__(self, weights: Mapping[str, np.ndarray]):
         self.weights = weights
+        self.static_cache: dict[Operation, Any] = {}
 
     @impl(_top_ops["top.input"])
     def run_input(self, interpreter: Interpreter, op: Operation, args: PythonValues):
@@ -97,7 +109,7 @@ class TopFunctions(_TopKernelFunctions):
 
     @impl(_top_ops["top.weight"])
     def run_weight(self, interpreter: Interpreter, op: Operation, args: PythonValues):
-        name = _names(op).strip('"')
+        name = weight_name(op)
         if name not in self.weights:
             raise InterpretError(f"weight '{name}' is not in the weight file")
         spec = result_specs(op)[0]
