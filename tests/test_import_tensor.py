@@ -326,6 +326,16 @@ def test_pad_opset11(mode):
     check(model, {"x": x})
 
 
+def test_pad_run_time_constant_value():
+    """A constant_value fed at run time fills the border through a mask."""
+    x = randn(2, 3)
+    node = helper.make_node("Pad", ["x", "pads", "value"], ["y"])
+    inputs = [vi("x", F, x.shape), vi("value", F, [])]
+    inits = [const("pads", np.array([1, -1, 0, 2], np.int64))]
+    model = make_model([node], inputs, [vi("y", F, None)], 13, inits)
+    check(model, {"x": x, "value": np.array(-4.5, np.float32)})
+
+
 def test_pad_opset2_attributes_reflect():
     x = randn(1, 1, 3, 4)
     node = helper.make_node(
@@ -440,6 +450,16 @@ def test_gather_elements_and_scatter_nd():
             "updates": updates,
         },
     )
+
+
+def test_onehot_float_indices_and_run_time_values():
+    """Float indices that are not whole match no position; values may come at run time."""
+    indices = np.array([[0.0, 2.7, -1.2], [3.9, -3.5, 1.0]], np.float32)
+    node = helper.make_node("OneHot", ["indices", "depth", "values"], ["y"], axis=-2)
+    inputs = [vi("indices", F, indices.shape), vi("values", F, [2])]
+    inits = [const("depth", np.array(4.0, np.float32))]  # a type mix onnxruntime has
+    model = make_model([node], inputs, [vi("y", F, None)], 11, inits)
+    check(model, {"indices": indices, "values": np.array([0.5, 7.0], np.float32)})
 
 
 def test_trilu_onehot_compress():

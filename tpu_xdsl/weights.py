@@ -164,11 +164,23 @@ def save_weights(module: ModuleOp, path: str | Path) -> None:
 
 def write_npz_atomic(path: str | Path, arrays: Mapping[str, np.ndarray]) -> None:
     """Write an `.npz` via a temporary file in the same folder, then rename: no partial files."""
+    write_atomic(path, lambda f: np.savez(f, **arrays), binary=True)
+
+
+def write_atomic(path: str | Path, write, binary: bool = False) -> None:
+    """Call `write(file)` on a temporary file beside `path`, then rename it into place.
+
+    Readers never see a partial file, and a failure leaves nothing behind. The
+    file gets the usual permissions (0666 less the umask), not mkstemp's 0600.
+    """
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".npz", dir=path.parent or ".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or ".")
     try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, **arrays)
+        with os.fdopen(fd, "wb" if binary else "w") as f:
+            write(f)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -274,7 +274,7 @@ class NodeContext:
         names = list(self.node.output)
         results = self.importer.emit(kind, operands, attrs, shapes_, dtypes, names, None)
         for name, result in zip(names, results):
-            if name:
+            if name and isinstance(result.type, TensorType):
                 self.importer.define(name, result)
         return results
 
@@ -396,8 +396,9 @@ class OnnxImporter:
             result_shapes = shapes.infer_shapes(kind, operand_shapes, attrs)
         if dtypes is None:
             dtypes = [F32] * len(result_shapes)
+        # A shape of None makes a `none` result (an optional output nothing reads).
         result_types: list[Attribute] = [
-            TensorType(element_type(dt), tuple(int(d) for d in s))
+            NoneType() if s is None else TensorType(element_type(dt), tuple(int(d) for d in s))
             for s, dt in zip(result_shapes, dtypes, strict=True)
         ]
         if names is None:
@@ -548,7 +549,7 @@ def _remove_dead_ops(block: Block) -> None:
     """Erase ops whose results nothing uses (the walk emits ops in order, so one pass)."""
     for op in reversed(list(block.ops)):
         if op.name.startswith("top.") and op.name != "top.input" and all(not r.uses for r in op.results):
-            op.erase()
+            block.erase_op(op)
 
 
 def import_onnx(

@@ -67,32 +67,18 @@ def load_inputs(path: str, module, preprocess=None) -> dict:
         raise UsageError(f"{path}: cannot read inputs ({e}); give an .npz, .npy or image file") from e
 
 
-def _write_text_atomic(path: Path, text: str) -> None:
-    import os
-    import tempfile
-
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or ".")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def save_module(module, mlir_path: Path, weights) -> None:
     """Write the `.mlir` and its weight file (`<stem>_weights.npz`) atomically, weights first."""
     from io import StringIO
 
     from tpu_xdsl.ir_io import write_module
-    from tpu_xdsl.weights import attach_weights, save_weights
+    from tpu_xdsl.weights import attach_weights, save_weights, write_atomic
 
     attach_weights(module, weights)
     save_weights(module, mlir_path.with_name(f"{mlir_path.stem}_weights.npz"))
     text = StringIO()
     write_module(module, text)
-    _write_text_atomic(mlir_path, text.getvalue())
+    write_atomic(mlir_path, lambda f: f.write(text.getvalue()))
 
 
 def _progress(total: int, desc: str):

@@ -388,11 +388,12 @@ _PAD_MODES = ("constant", "reflect", "edge", "wrap")
 def _pad(
     ctx: NodeContext,
     pads: Sequence[int],
-    value: float,
+    value: float | SSAValue,
     axes: Sequence[int] | None = None,
 ) -> None:
     """Pads are begins then ends, per axis of `axes` (all dims by default);
-    negative pads crop."""
+    negative pads crop. A run-time constant value (a scalar tensor) fills the
+    border through a top.where with a constant mask of where the data lands."""
     source = ctx.shape(0)
     rank = len(source)
     mode = ctx.attr("mode", "constant")
@@ -415,8 +416,22 @@ def _pad(
         source[i] == 0 and (full[i] > 0 or full[rank + i] > 0) for i in range(rank)
     ):
         raise ctx.error(f"mode '{mode}' cannot pad an empty dim")
-    attrs = {"pads": full, "mode": mode, "value": float(value)}
-    _moved(ctx, "pad", [_data(ctx)], attrs, target)
+    if not isinstance(value, SSAValue):
+        attrs = {"pads": full, "mode": mode, "value": float(value)}
+        _moved(ctx, "pad", [_data(ctx)], attrs, target)
+        return
+    dtype = _top_dtype(_data_dtype(ctx))
+    attrs = {"pads": full, "mode": mode, "value": 0.0}
+    (padded,) = ctx.emit("pad", [_data(ctx)], attrs, shapes_=[target], dtypes=[dtype])
+    kept = [d + min(full[i], 0) + min(full[rank + i], 0) for i, d in enumerate(source)]
+    widths = [(max(full[i], 0), max(full[rank + i], 0)) for i in range(rank)]
+    mask = np.pad(np.ones(kept, dtype=bool), widths)
+    ones = [1] * rank
+    (fill,) = ctx.emit(
+        "reshape", [value], {"shape": ones}, shapes_=[ones], dtypes=[dtype]
+    )
+    operands = [constant(ctx, mask, "mask", dtype=None), padded, fill]
+    _moved(ctx, "where", operands, None, target)
 
 
 @onnx_rule("Pad", until=10)
@@ -432,18 +447,19 @@ def pad_attr(ctx: NodeContext) -> None:
 def pad(ctx: NodeContext) -> None:
     """Inputs pads, constant_value (optional scalar) and, from opset 18, axes."""
     pads = _ints(ctx.require_const(1, "pads"))
-    value = _const_input(ctx, 2, "constant_value")
-    if value is not None and value.size != 1:
-        raise ctx.error(
-            f"constant_value must be a scalar, got shape {list(value.shape)}"
-        )
     axes = _const_input(ctx, 3, "axes") if ctx.opset >= 18 else None
-    _pad(
-        ctx,
-        pads,
-        0.0 if value is None else float(value.reshape(())),
-        None if axes is None else _ints(axes),
-    )
+    value: float | SSAValue = 0.0
+    if ctx.has_input(2):
+        if math.prod(ctx.shape(2)) != 1:
+            raise ctx.error(
+                f"constant_value must be a scalar, got {list(ctx.shape(2))}"
+            )
+        const = ctx.const(2)
+        if const is not None:
+            value = float(const.reshape(()))
+        elif ctx.attr("mode", "constant") == "constant":
+            value = _data(ctx, 2)
+    _pad(ctx, pads, value, None if axes is None else _ints(axes))
 
 
 # -- resizing --------------------------------------------------------------------------------
@@ -969,10 +985,10 @@ def cast_like(ctx: NodeContext) -> None:
 def one_hot(ctx: NodeContext) -> None:
     """values[1] where the (wrapped) index equals its position along `axis`,
     values[0] elsewhere: a compare with a constant range and a top.where.
-    Indices outside [-depth, depth) match no position."""
+    Indices outside [-depth, depth) (or not whole) match no position, as in
+    ONNX's reference and onnxruntime."""
     depth = ctx.require_const(1, "depth")
-    values = ctx.require_const(2, "values").reshape(-1)
-    if depth.size != 1 or values.size != 2:
+    if depth.size != 1 or math.prod(ctx.shape(2)) != 2:
         raise ctx.error("depth must be a scalar and values hold [off, on]")
     depth = int(depth.reshape(()))
     index_shape = ctx.shape(0)
@@ -998,7 +1014,34 @@ def one_hot(ctx: NodeContext) -> None:
         {"mode": "eq"},
         dtypes=[np.dtype(np.bool_)],
     )
-    off = constant(ctx, values[0], "off", dtype=_top_dtype(values.dtype), rank=rank)
-    on = constant(ctx, values[1], "on", dtype=_top_dtype(values.dtype), rank=rank)
+    off, on = _off_on(ctx, rank)
     target = [*index_shape[:axis], depth, *index_shape[axis:]]
-    _moved(ctx, "where", [hot, on, off], None, target, values.dtype)
+    _moved(ctx, "where", [hot, on, off], None, target, ctx.dtype(2))
+
+
+def _off_on(ctx: NodeContext, rank: int) -> tuple[SSAValue, SSAValue]:
+    """OneHot's values[0] and values[1] shaped to broadcast at `rank`
+    (sliced out of a run-time values tensor)."""
+    dtype = _top_dtype(_data_dtype(ctx, 2))
+    values = ctx.const(2)
+    if values is not None:
+        values = values.reshape(-1)
+        return tuple(
+            constant(ctx, values[k], tag, dtype=dtype, rank=rank)
+            for k, tag in enumerate(("off", "on"))
+        )
+    ones = [1] * rank
+    flat = _data(ctx, 2)
+    if len(ctx.shape(2)) != 1:
+        (flat,) = ctx.emit(
+            "reshape", [flat], {"shape": [2]}, shapes_=[[2]], dtypes=[dtype]
+        )
+    parts = []
+    for k in (0, 1):
+        attrs = {"starts": [k], "ends": [k + 1], "axes": [0], "steps": [1]}
+        (part,) = ctx.emit("slice", [flat], attrs, shapes_=[[1]], dtypes=[dtype])
+        (part,) = ctx.emit(
+            "reshape", [part], {"shape": ones}, shapes_=[ones], dtypes=[dtype]
+        )
+        parts.append(part)
+    return parts[0], parts[1]
