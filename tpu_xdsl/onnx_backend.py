@@ -18,6 +18,7 @@ from onnx.backend.base import Backend, BackendRep, namedtupledict
 
 from tpu_xdsl.frontend.onnx_importer import import_onnx, model_inputs
 from tpu_xdsl.interp.runner import run_module
+from tpu_xdsl.weights import attach_weights
 
 
 class TpuXdslRep(BackendRep):
@@ -36,9 +37,9 @@ class TpuXdslRep(BackendRep):
         if self.constant_inputs:
             model = with_constant_inputs(model, self.constant_inputs)
         result = import_onnx(model, model.graph.name or "model", input_shapes)
+        self.weights = attach_weights(result.module, result.weights)
         canonicalize(result.module)
         self.module = result.module
-        self.weights = result.weights
         self.input_names = result.input_names
         self.output_names = result.output_names
 
