@@ -225,7 +225,7 @@ class FieldConstraint(AttrConstraint):
             where = f"'{self.op_name}' {self.field_kind} '{self.field_name}' has invalid value {attr}"
             if _satisfies_alone(self.constr, attr):
                 # Fine on its own: it differs from another field bound to the same variable.
-                raise VerifyException(f"{where}: {e.args[0]}") from e
+                raise VerifyException(f"{where}: {_variable_message(str(e.args[0]))}") from e
             raise VerifyException(f"{where}: expected {_describe(self.constr)}") from e
 
     def variables(self) -> set[str]:
@@ -331,6 +331,19 @@ def _one_line(op_name: str, message: str) -> str:
     if naming:
         return naming[-1]
     return f"'{op_name}': {lines[0] if lines else message}"
+
+
+def _variable_message(message: str) -> str:
+    """Reword xDSL's "attribute A expected from variable 'V3', but got B"."""
+    import re
+
+    match = re.search(r"attribute (.+) expected from variable '[^']*', but got (.+)", message)
+    if match is None:
+        return message
+    return (
+        f"{match.group(2)} differs from {match.group(1)}, which another field already "
+        "bound to the same IRDL constraint (they must be equal)"
+    )
 
 
 def _satisfies_alone(constr: AttrConstraint, attr: Attribute) -> bool:

@@ -142,4 +142,4 @@ func.func @main(%x: tensor<1x6x4xf32>) {
 }
 
 // CHECK:      {{^//}} -----
-// CHECK-NEXT: 'top.split' result 'outputs' has invalid value tensor<1x4x4xi32>: expected a tensor of f32
+// CHECK-NEXT: 'top.split' result 'outputs' has invalid value tensor<1x4x4xi32>: i32 differs from f32, which another field already bound to the same IRDL constraint (they must be equal)
