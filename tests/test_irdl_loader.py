@@ -241,3 +241,17 @@ def test_python_keywords_and_operation_members_get_safe_accessors():
     op = next(o for o in module.walk() if o.name == "kw.o")
     assert op.in_ is op.operands[0]
     assert op.name_.data == "hello"
+
+
+def test_parse_cache_gives_the_same_dialect_and_survives_corruption(tmp_path):
+    first = load_irdl_dialects(TOY_IRDL, "toy.irdl", cache_dir=tmp_path)[0]
+    cached = list(tmp_path.glob("irdl-*.json"))
+    assert len(cached) == 1
+    second = load_irdl_dialects(TOY_IRDL, "toy.irdl", cache_dir=tmp_path)[0]
+    assert [op.name for op in first.operations] == [op.name for op in second.operations]
+    assert [a.name for a in first.attributes] == [a.name for a in second.attributes]
+    # The cached definitions verify exactly like freshly parsed ones.
+    assert "attribute 'kernel'" in verify_error(second, combine(attrs=', kernel = "x"'))
+    cached[0].write_text("{not json")
+    third = load_irdl_dialects(TOY_IRDL, "toy.irdl", cache_dir=tmp_path)[0]
+    assert len(third.operations) == len(first.operations)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from xdsl.context import Context
@@ -20,6 +21,14 @@ def irdl_dir() -> Path:
     return installed if installed.is_dir() else package.parent / "irdl"
 
 
+def cache_dir() -> Path:
+    """Where parsed IRDL is cached ($TPU_XDSL_CACHE, else the user cache folder)."""
+    if "TPU_XDSL_CACHE" in os.environ:
+        return Path(os.environ["TPU_XDSL_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "tpu-xdsl"
+
+
 def _load(file_name: str, context: Context) -> Dialect:
     path = irdl_dir() / file_name
     (dialect,) = load_irdl_dialects(
@@ -31,6 +40,7 @@ def _load(file_name: str, context: Context) -> Dialect:
         module_prefix="tpu_xdsl.dialects",
         # tests/test_dialects.py verifies the IRDL files; skip it on every import.
         verify=False,
+        cache_dir=cache_dir(),
     )
     return dialect
 

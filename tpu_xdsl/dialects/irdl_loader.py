@@ -24,9 +24,14 @@ The loader knows nothing of any particular dialect.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import keyword
+import os
+import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from xdsl.context import Context
@@ -35,6 +40,7 @@ from xdsl.dialects.builtin import ArrayAttr, ArrayOfConstraint, ModuleOp, String
 from xdsl.dialects.irdl import irdl
 from xdsl.ir import (
     Attribute,
+    Block,
     Dialect,
     Operation,
     ParametrizedAttribute,
@@ -461,61 +467,160 @@ def _class_name(sym: str, suffix: str) -> str:
     return "".join(p[:1].upper() + p[1:] for p in parts) + suffix
 
 
+# -- stage 1: IRDL module -> spec (plain data, cacheable) ---------------------------
+
+
+def _owner_dialect(op: Operation) -> str:
+    while not isinstance(op, irdl.DialectOp):
+        parent = op.parent_op()
+        if parent is None:
+            return ""
+        op = parent
+    return op.sym_name.data
+
+
+def _ref(ref: builtin.SymbolRefAttr) -> list[str]:
+    return [ref.root_reference.data, *(r.data for r in ref.nested_references.data)]
+
+
+def _entry_constraints(body: Block) -> tuple[dict[str, dict[str, Any]], dict[SSAValue, str]]:
+    """The constraint ops of one definition as {id: node}, and value -> id."""
+    ids: dict[SSAValue, str] = {}
+    table: dict[str, dict[str, Any]] = {}
+    for op in body.ops:
+        if len(op.results) != 1:
+            continue
+        cid = str(len(ids))
+        value = op.results[0]
+        ids[value] = cid
+        node: dict[str, Any]
+        match op:
+            case irdl.IsOp():
+                node = {"k": "is", "attr": str(op.expected)}
+            case irdl.AnyOp():
+                node = {"k": "any"}
+            case irdl.AnyOfOp() | irdl.AllOfOp():
+                kind = "any_of" if isinstance(op, irdl.AnyOfOp) else "all_of"
+                node = {"k": kind, "args": [ids[a] for a in op.args]}
+            case irdl.BaseOp() if op.base_name is not None:
+                node = {"k": "base_name", "name": op.base_name.data}
+            case irdl.BaseOp():
+                assert op.base_ref is not None
+                node = {"k": "base_ref", "ref": _ref(op.base_ref), "dialect": _owner_dialect(op)}
+            case irdl.ParametricOp():
+                node = {
+                    "k": "parametric",
+                    "ref": _ref(op.base_type),
+                    "dialect": _owner_dialect(op),
+                    "args": [ids[a] for a in op.args],
+                }
+            case irdl.RegionOp():
+                blocks = op.number_of_blocks.value.data if op.number_of_blocks is not None else None
+                node = {
+                    "k": "region",
+                    "blocks": blocks,
+                    "constrained": op.constrained_arguments is not None,
+                    "args": [ids[a] for a in op.entry_block_args],
+                }
+            case _:
+                node = {"k": "unsupported", "op": op.name}
+        node["uses"] = len(list(value.uses))
+        table[cid] = node
+    return table, ids
+
+
+def extract_spec(module: ModuleOp) -> list[dict[str, Any]]:
+    """Each `irdl.dialect` as plain data: its types/attributes and ops with constraints."""
+    dialects = []
+    for dialect_op in module.ops:
+        if not isinstance(dialect_op, irdl.DialectOp):
+            continue
+        types, ops = [], []
+        for entry in dialect_op.body.block.ops:
+            table, ids = _entry_constraints(entry.body.block) if entry.regions else ({}, {})
+            if isinstance(entry, irdl.TypeOp | irdl.AttributeOp):
+                params = [
+                    [name.data, ids[value]]
+                    for inner in entry.body.block.ops
+                    if isinstance(inner, irdl.ParametersOp)
+                    for name, value in zip(inner.names, inner.args, strict=True)
+                ]
+                kind = "type" if isinstance(entry, irdl.TypeOp) else "attribute"
+                types.append({"sym": entry.sym_name.data, "kind": kind, "params": params, "constraints": table})
+            elif isinstance(entry, irdl.OperationOp):
+                spec: dict[str, Any] = {
+                    "sym": entry.sym_name.data,
+                    "py_class": entry.get_py_class_name(),
+                    "operands": [], "results": [], "attributes": [], "regions": [],
+                    "constraints": table,
+                }
+                for inner in entry.body.block.ops:
+                    match inner:
+                        case irdl.OperandsOp() | irdl.ResultsOp():
+                            key = "operands" if isinstance(inner, irdl.OperandsOp) else "results"
+                            spec[key] = [
+                                [n.data, v.data.value, ids[a]]
+                                for n, v, a in zip(inner.names, inner.variadicity.value, inner.args, strict=True)
+                            ]
+                        case AttributesOp():
+                            optional = inner.optional_names
+                            spec["attributes"] = [
+                                [n.data, n.data in optional, ids[a]]
+                                for n, a in zip(inner.attribute_value_names, inner.attribute_values, strict=True)
+                            ]
+                        case irdl.RegionsOp():
+                            spec["regions"] = [[n.data, ids[a]] for n, a in zip(inner.names, inner.args, strict=True)]
+                        case _:
+                            pass
+                ops.append(spec)
+        dialects.append({"name": dialect_op.sym_name.data, "types": types, "ops": ops})
+    return dialects
+
+
+# -- stage 2: spec -> xDSL classes ----------------------------------------------------
+
+
 class _DialectBuilder:
-    """Builds the classes of every `irdl.dialect` in one IRDL module."""
+    """Builds the classes of every dialect of a spec."""
 
     def __init__(
         self,
-        module: ModuleOp,
+        spec: list[dict[str, Any]],
         source: str,
         context: Context,
         verify_hooks: Mapping[str, VerifyHook],
         op_members: Mapping[str, Mapping[str, Any]],
         module_prefix: str,
     ):
+        self.spec = spec
         self.module_prefix = module_prefix
-        self.module = module
         self.source = source
         self.context = context
         self.verify_hooks = verify_hooks
         self.op_members = op_members
-        self.attr_classes: dict[tuple[str, str], type[ParametrizedAttribute]] = {}
-        self.constraints: dict[SSAValue, AttrConstraint] = {}
+        self.attr_classes: dict[tuple[str, str], type[ParametrizedAttribute] | None] = {}
         self.var_count = 0
+        self._parsed_attrs: dict[str, Attribute] = {}
 
     def error(self, where: str, message: str) -> IrdlLoadError:
         return IrdlLoadError(f"{self.source}: {where}: {message}")
 
     # -- attribute and type definitions ------------------------------------
 
-    def declare_attributes(self, dialect_op: irdl.DialectOp) -> None:
-        """Create empty attribute/type classes so constraints can refer to them."""
-        dialect = dialect_op.sym_name.data
-        for entry in dialect_op.body.block.ops:
-            if not isinstance(entry, irdl.TypeOp | irdl.AttributeOp):
-                continue
-            self.attr_classes[(dialect, entry.sym_name.data)] = None  # type: ignore[assignment]
-
-    def build_attribute(
-        self, dialect: str, entry: irdl.TypeOp | irdl.AttributeOp
-    ) -> type[ParametrizedAttribute]:
-        sym = entry.sym_name.data
+    def build_attribute(self, dialect: str, entry: dict[str, Any]) -> type[ParametrizedAttribute]:
+        sym = entry["sym"]
         where = f"{dialect}.{sym}"
-        params: list[tuple[str, AttrConstraint]] = []
-        for inner in entry.body.block.ops:
-            if isinstance(inner, irdl.ParametersOp):
-                for pname, value in zip(inner.names, inner.args, strict=True):
-                    params.append((pname.data, self.constraint(value, where)))
+        scope = _Scope(entry["constraints"])
         namespace: dict[str, Any] = {
             "name": f"{dialect}.{sym}",
             "__module__": f"{self.module_prefix}.{dialect}",
             "__annotations__": {},
         }
-        for pname, constr in params:
+        for pname, cid in entry["params"]:
             ident = _python_name(pname)
             namespace["__annotations__"][ident] = Attribute
-            namespace[ident] = param_def(constr)
-        is_type = isinstance(entry, irdl.TypeOp)
+            namespace[ident] = param_def(self.constraint(scope, cid, where))
+        is_type = entry["kind"] == "type"
         bases: tuple[type, ...] = (
             (ParametrizedAttribute, TypeAttribute) if is_type else (ParametrizedAttribute,)
         )
@@ -536,33 +641,26 @@ class _DialectBuilder:
                 f"irdl.base {name!r} must start with '!' (a type) or '#' (an attribute)",
             )
         dialect, _, sym = name[1:].partition(".")
-        if (dialect, sym) in self.attr_classes:
-            return self.attr_classes[(dialect, sym)]
-        cls = self.context.get_optional_attr(name[1:])
-        if cls is None:
+        cls = self.attr_classes.get((dialect, sym))
+        if cls is not None:
+            return cls
+        found = self.context.get_optional_attr(name[1:])
+        if found is None:
             raise self.error(where, f"irdl.base {name!r} names no known attribute or type")
-        return cls
+        return found
 
-    def resolve_ref(
-        self, ref: builtin.SymbolRefAttr, owner: Operation, where: str
-    ) -> type[Attribute]:
-        nested = [r.data for r in ref.nested_references.data]
-        if not nested:
-            dialect_op = owner
-            while not isinstance(dialect_op, irdl.DialectOp):
-                parent = dialect_op.parent_op()
-                if parent is None:
-                    raise self.error(where, f"reference {ref} is outside a dialect")
-                dialect_op = parent
-            key = (dialect_op.sym_name.data, ref.root_reference.data)
-        elif len(nested) == 1:
-            key = (ref.root_reference.data, nested[0])
+    def resolve_ref(self, ref: list[str], owner: str, where: str) -> type[Attribute]:
+        text = "@" + "::@".join(ref)
+        if len(ref) == 1:
+            key = (owner, ref[0])
+        elif len(ref) == 2:
+            key = (ref[0], ref[1])
         else:
-            raise self.error(where, f"reference {ref} has too many levels")
+            raise self.error(where, f"reference {text} has too many levels")
         if key in self.attr_classes:
             cls = self.attr_classes[key]
             if cls is None:
-                raise self.error(where, f"reference {ref} is used before its definition")
+                raise self.error(where, f"reference {text} is used before its definition")
             return cls
         # An attribute wins over a type of the same name (`@builtin::@integer` is
         # the integer attribute); no builtin type is commonly constrained by parameters.
@@ -570,85 +668,85 @@ class _DialectBuilder:
             name = f"{sigil}{key[0]}.{key[1]}"
             if name in _BUILTIN_BASES:
                 return _BUILTIN_BASES[name]
-        cls = self.context.get_optional_attr(f"{key[0]}.{key[1]}")
-        if cls is None:
-            raise self.error(where, f"reference {ref} names no known attribute or type")
-        return cls
+        found = self.context.get_optional_attr(f"{key[0]}.{key[1]}")
+        if found is None:
+            raise self.error(where, f"reference {text} names no known attribute or type")
+        return found
 
-    def constraint(self, value: SSAValue, where: str) -> AttrConstraint:
-        if value in self.constraints:
-            return self.constraints[value]
-        constr = self.make_constraint(value, where)
+    def parse_attr(self, text: str, where: str) -> Attribute:
+        if text not in self._parsed_attrs:
+            context = Context()
+            context.load_dialect(builtin.Builtin)
+            try:
+                self._parsed_attrs[text] = Parser(context, text).parse_attribute()
+            except ParseError as e:
+                raise self.error(where, f"irdl.is {text}: {e}") from e
+        return self._parsed_attrs[text]
+
+    def constraint(self, scope: _Scope, cid: str, where: str) -> AttrConstraint:
+        if cid in scope.built:
+            return scope.built[cid]
+        node = scope.table[cid]
+        constr = self.make_constraint(scope, node, where)
         # An equality constraint needs no variable: all its uses equal one value.
-        if value.has_more_than_one_use() and not isinstance(value.owner, irdl.IsOp):
+        if node["uses"] > 1 and node["k"] != "is":
             self.var_count += 1
             constr = VarConstraint(f"V{self.var_count}", constr)
-        self.constraints[value] = constr
+        scope.built[cid] = constr
         return constr
 
-    def make_constraint(self, value: SSAValue, where: str) -> AttrConstraint:
-        op = value.owner
-        match op:
-            case irdl.IsOp():
-                return EqAttrConstraint(op.expected)
-            case irdl.AnyOp():
+    def make_constraint(self, scope: _Scope, node: dict[str, Any], where: str) -> AttrConstraint:
+        match node["k"]:
+            case "is":
+                return EqAttrConstraint(self.parse_attr(node["attr"], where))
+            case "any":
                 return AnyAttr()
-            case irdl.AnyOfOp():
-                args = [self.constraint(a, where) for a in op.args]
+            case "any_of":
+                args = [self.constraint(scope, a, where) for a in node["args"]]
                 return FirstOf(args) if len(args) > 1 else args[0]
-            case irdl.AllOfOp():
-                args = [self.constraint(a, where) for a in op.args]
+            case "all_of":
+                args = [self.constraint(scope, a, where) for a in node["args"]]
                 return AllOf(tuple(args)) if len(args) > 1 else args[0]
-            case irdl.BaseOp():
-                if op.base_name is not None:
-                    return BaseAttr(self.resolve_base_name(op.base_name.data, where))
-                assert op.base_ref is not None
-                return BaseAttr(self.resolve_ref(op.base_ref, op, where))
-            case irdl.ParametricOp():
-                cls = self.resolve_ref(op.base_type, op, where)
-                args = [self.constraint(a, where) for a in op.args]
+            case "base_name":
+                return BaseAttr(self.resolve_base_name(node["name"], where))
+            case "base_ref":
+                return BaseAttr(self.resolve_ref(node["ref"], node["dialect"], where))
+            case "parametric":
+                cls = self.resolve_ref(node["ref"], node["dialect"], where)
+                args = [self.constraint(scope, a, where) for a in node["args"]]
                 if cls is builtin.ArrayAttr:
                     if len(args) != 1:
                         raise self.error(where, "@builtin::@array takes one element constraint")
                     return ArrayOfConstraint(args[0])
                 if not issubclass(cls, ParametrizedAttribute):
-                    raise self.error(where, f"{op.base_type} has no parameters")
+                    raise self.error(where, f"@{'::@'.join(node['ref'])} has no parameters")
                 return ParamAttrConstraint(cls, tuple(args))
             case _:
-                raise self.error(
-                    where, f"unsupported constraint op '{op.name if op else value}'"
-                )
+                raise self.error(where, f"unsupported constraint op '{node.get('op', node['k'])}'")
 
     # -- operations ------------------------------------------------------------
 
-    def build_operation(self, dialect: str, entry: irdl.OperationOp) -> type[IRDLOperation]:
-        op_name = f"{dialect}.{entry.sym_name.data}"
+    def build_operation(self, dialect: str, entry: dict[str, Any]) -> type[IRDLOperation]:
+        op_name = f"{dialect}.{entry['sym']}"
+        scope = _Scope(entry["constraints"])
         namespace: dict[str, Any] = {
             "name": op_name,
             "__module__": f"{self.module_prefix}.{dialect}",
         }
         options: list[Any] = []
-        for inner in entry.body.block.ops:
-            match inner:
-                case irdl.OperandsOp():
-                    if self.add_values(namespace, op_name, inner, "operand"):
-                        options.append(AttrSizedOperandSegments(as_property=True))
-                case irdl.ResultsOp():
-                    if self.add_values(namespace, op_name, inner, "result"):
-                        options.append(AttrSizedResultSegments(as_property=True))
-                case AttributesOp():
-                    self.add_attributes(namespace, op_name, inner)
-                case irdl.RegionsOp():
-                    self.add_regions(namespace, op_name, inner)
-                case _:
-                    pass
+        if self.add_values(namespace, op_name, scope, entry["operands"], "operand"):
+            options.append(AttrSizedOperandSegments(as_property=True))
+        if self.add_values(namespace, op_name, scope, entry["results"], "result"):
+            options.append(AttrSizedResultSegments(as_property=True))
+        self.add_attributes(namespace, op_name, scope, entry["attributes"])
+        self.add_regions(namespace, op_name, scope, entry["regions"])
         if options:
             namespace["irdl_options"] = tuple(options)
         hook = self.verify_hooks.get(op_name)
         if hook is not None:
             namespace["verify_"] = lambda self, _hook=hook: _hook(self)
         namespace.update(self.op_members.get(op_name, {}))
-        cls = type(entry.get_py_class_name(), (IRDLOperation,), namespace)
+        cls = type(entry["py_class"], (IRDLOperation,), namespace)
         try:
             cls = irdl_op_definition(cls)
         except PyRDLError as e:
@@ -666,7 +764,8 @@ class _DialectBuilder:
         self,
         namespace: dict[str, Any],
         op_name: str,
-        op: irdl.OperandsOp | irdl.ResultsOp,
+        scope: _Scope,
+        values: list[list[Any]],
         kind: str,
     ) -> bool:
         """Add operand or result fields; return whether segment sizes are needed."""
@@ -675,85 +774,78 @@ class _DialectBuilder:
             "result": (result_def, opt_result_def, var_result_def),
         }[kind]
         multi = 0
-        for name, variadicity, value in zip(
-            op.names, op.variadicity.value, op.args, strict=True
-        ):
-            constr = FieldConstraint(
-                self.constraint(value, op_name), op_name, kind, name.data
-            )
-            match variadicity.data:
-                case irdl.VariadicityEnum.SINGLE:
-                    field = makers[0](constr)
-                case irdl.VariadicityEnum.OPTIONAL:
-                    field = makers[1](constr)
-                    multi += 1
-                case _:
-                    field = makers[2](RangeOf(constr))
-                    multi += 1
-            self.add_field(namespace, op_name, name.data, field)
+        for name, variadicity, cid in values:
+            constr = FieldConstraint(self.constraint(scope, cid, op_name), op_name, kind, name)
+            if variadicity == irdl.VariadicityEnum.SINGLE.value:
+                field = makers[0](constr)
+            elif variadicity == irdl.VariadicityEnum.OPTIONAL.value:
+                field = makers[1](constr)
+                multi += 1
+            else:
+                field = makers[2](RangeOf(constr))
+                multi += 1
+            self.add_field(namespace, op_name, name, field)
         return multi > 1
 
     def add_attributes(
-        self, namespace: dict[str, Any], op_name: str, op: AttributesOp
+        self, namespace: dict[str, Any], op_name: str, scope: _Scope, attributes: list[list[Any]]
     ) -> None:
-        optional = op.optional_names
-        for name, value in zip(op.attribute_value_names, op.attribute_values, strict=True):
-            constr = FieldConstraint(
-                self.constraint(value, op_name), op_name, "attribute", name.data
-            )
-            make = opt_attr_def if name.data in optional else attr_def
-            ident = _python_name(name.data)
-            field = make(constr, attr_name=name.data) if ident != name.data else make(constr)
-            self.add_field(namespace, op_name, name.data, field)
+        for name, optional, cid in attributes:
+            constr = FieldConstraint(self.constraint(scope, cid, op_name), op_name, "attribute", name)
+            make = opt_attr_def if optional else attr_def
+            ident = _python_name(name)
+            field = make(constr, attr_name=name) if ident != name else make(constr)
+            self.add_field(namespace, op_name, name, field)
 
-    def add_regions(self, namespace: dict[str, Any], op_name: str, op: irdl.RegionsOp) -> None:
-        for name, value in zip(op.names, op.args, strict=True):
-            region_op = value.owner
-            single = (
-                isinstance(region_op, irdl.RegionOp)
-                and region_op.number_of_blocks is not None
-                and region_op.number_of_blocks.value.data == 1
-            )
+    def add_regions(
+        self, namespace: dict[str, Any], op_name: str, scope: _Scope, regions: list[list[Any]]
+    ) -> None:
+        for name, cid in regions:
+            node = scope.table[cid]
+            single = node["k"] == "region" and node.get("blocks") == 1
             entry_args: Any = RangeOf(AnyAttr())
-            if isinstance(region_op, irdl.RegionOp) and region_op.constrained_arguments:
-                args = [self.constraint(a, op_name) for a in region_op.entry_block_args]
-                if args:
+            if node["k"] == "region" and node.get("constrained"):
+                if node["args"]:
                     raise self.error(
                         op_name,
-                        f"region '{name.data}': constrained entry block arguments "
+                        f"region '{name}': constrained entry block arguments "
                         "other than none are not supported",
                     )
                 entry_args = RangeLengthConstraint(RangeOf(AnyAttr()), 0)
             field = region_def("single_block" if single else None, entry_args=entry_args)
-            self.add_field(namespace, op_name, name.data, field)
+            self.add_field(namespace, op_name, name, field)
 
-    # -- the whole module ------------------------------------------------------
+    # -- the whole spec ----------------------------------------------------------
 
     def build(self) -> list[Dialect]:
-        dialect_ops = [op for op in self.module.ops if isinstance(op, irdl.DialectOp)]
-        if not dialect_ops:
+        if not self.spec:
             raise self.error("module", "no irdl.dialect found")
-        for dialect_op in dialect_ops:
-            self.declare_attributes(dialect_op)
+        for dialect in self.spec:
+            for entry in dialect["types"]:
+                self.attr_classes[(dialect["name"], entry["sym"])] = None
         attributes: dict[str, list[type[Attribute]]] = {}
-        for dialect_op in dialect_ops:
-            dialect = dialect_op.sym_name.data
-            attributes[dialect] = []
-            for entry in dialect_op.body.block.ops:
-                if isinstance(entry, irdl.TypeOp | irdl.AttributeOp):
-                    cls = self.build_attribute(dialect, entry)
-                    self.attr_classes[(dialect, entry.sym_name.data)] = cls
-                    attributes[dialect].append(cls)
-        dialects: list[Dialect] = []
-        for dialect_op in dialect_ops:
-            dialect = dialect_op.sym_name.data
-            operations = [
-                self.build_operation(dialect, entry)
-                for entry in dialect_op.body.block.ops
-                if isinstance(entry, irdl.OperationOp)
-            ]
-            dialects.append(LoadedDialect(dialect, operations, attributes[dialect]))
-        return dialects
+        for dialect in self.spec:
+            attributes[dialect["name"]] = []
+            for entry in dialect["types"]:
+                cls = self.build_attribute(dialect["name"], entry)
+                self.attr_classes[(dialect["name"], entry["sym"])] = cls
+                attributes[dialect["name"]].append(cls)
+        return [
+            LoadedDialect(
+                dialect["name"],
+                [self.build_operation(dialect["name"], entry) for entry in dialect["ops"]],
+                attributes[dialect["name"]],
+            )
+            for dialect in self.spec
+        ]
+
+
+@dataclass
+class _Scope:
+    """The constraints of one definition (an op or a type) while it is built."""
+
+    table: dict[str, dict[str, Any]]
+    built: dict[str, AttrConstraint] = field(default_factory=dict)
 
 
 def parse_irdl(text: str, source: str = "<irdl>", verify: bool = True) -> ModuleOp:
@@ -779,6 +871,7 @@ def load_irdl_dialects(
     op_members: Mapping[str, Mapping[str, Any]] | None = None,
     module_prefix: str = "irdl_dialects",
     verify: bool = True,
+    cache_dir: str | Path | None = None,
 ) -> list[Dialect]:
     """Build one xDSL `Dialect` per `irdl.dialect` in `text`.
 
@@ -788,11 +881,12 @@ def load_irdl_dialects(
     `op_members` maps it to extra class members (methods, properties).
     Generated classes claim to live in module `{module_prefix}.{dialect}`.
     `verify=False` skips verifying the IRDL module itself (for files a test
-    verifies), which is a fifth of the load time.
+    verifies). With `cache_dir`, the parsed definitions are kept there as JSON
+    keyed by a hash of the text, and later loads skip the parser entirely.
     """
-    module = parse_irdl(text, source, verify)
+    spec = load_spec(text, source, verify, cache_dir)
     builder = _DialectBuilder(
-        module,
+        spec,
         source,
         context or Context(),
         verify_hooks or {},
@@ -802,10 +896,50 @@ def load_irdl_dialects(
     return builder.build()
 
 
+# Bump when the spec format changes; cached specs of other versions are ignored.
+_SPEC_VERSION = 1
+
+
+def load_spec(
+    text: str, source: str, verify: bool = True, cache_dir: str | Path | None = None
+) -> list[dict[str, Any]]:
+    """The dialects of IRDL `text` as plain data, from the cache when it holds them."""
+    path = None
+    if cache_dir is not None:
+        from importlib.metadata import version
+
+        key = hashlib.sha256(
+            f"{_SPEC_VERSION}|{version('xdsl')}|{verify}|{text}".encode()
+        ).hexdigest()[:32]
+        path = Path(cache_dir) / f"irdl-{key}.json"
+        try:
+            return json.loads(path.read_text())
+        except (OSError, ValueError):
+            pass
+    spec = extract_spec(parse_irdl(text, source, verify))
+    if path is not None:
+        _write_cache(path, spec)
+    return spec
+
+
+def _write_cache(path: Path, spec: list[dict[str, Any]]) -> None:
+    """Write the cache atomically; a cache that cannot be written is simply skipped."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=path.name, dir=path.parent)
+        with os.fdopen(fd, "w") as f:
+            json.dump(spec, f)
+        os.replace(tmp, path)
+    except OSError:
+        return
+
+
 __all__ = [
     "AttributesOp",
     "FieldConstraint",
     "IRDL_EXTENDED",
+    "extract_spec",
     "load_irdl_dialects",
+    "load_spec",
     "parse_irdl",
 ]
