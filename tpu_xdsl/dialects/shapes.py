@@ -39,18 +39,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from xdsl.dialects.builtin import (
-    ArrayAttr,
-    DenseArrayBase,
-    FloatAttr,
-    IntegerAttr,
-    IntegerType,
     NoneType,
-    StringAttr,
     TensorType,
 )
 from xdsl.ir import Attribute, Operation
 from xdsl.irdl import OptionalDef, VariadicDef
 from xdsl.utils.exceptions import VerifyException
+
+from tpu_xdsl.dialects.attr_values import to_py
 
 from tpu_xdsl.errors import TpuXdslError
 
@@ -129,24 +125,8 @@ def shape_rule(*kinds: str, operands: Sequence[str]) -> Callable[[RuleFn], RuleF
 ################################################################################
 
 
-def to_python(attr: Any) -> Any:
-    """An xDSL attribute as a Python value (IntegerAttr -> int, i1 -> bool,
-    FloatAttr -> float, StringAttr -> str, ArrayAttr -> list); others unchanged."""
-    match attr:
-        case IntegerAttr():
-            value = attr.value.data
-            is_bool = isinstance(attr.type, IntegerType) and attr.type.width.data == 1
-            return bool(value) if is_bool else value
-        case FloatAttr():
-            return float(attr.value.data)
-        case StringAttr():
-            return attr.data
-        case ArrayAttr():
-            return [to_python(a) for a in attr.data]
-        case DenseArrayBase():
-            return list(attr.get_values())
-        case _:
-            return attr
+# xDSL attribute -> Python value: one converter for the whole project.
+to_python = to_py
 
 
 def fmt(shape: OperandShape) -> str:

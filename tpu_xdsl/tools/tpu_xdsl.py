@@ -91,7 +91,6 @@ def _progress(total: int, desc: str):
 
 
 def _transform(args: argparse.Namespace) -> int:
-    import numpy as np
 
     from tpu_xdsl.frontend.onnx_importer import import_onnx, load_model
     from tpu_xdsl.frontend.preprocess import Preprocess, parse_floats, parse_ints
