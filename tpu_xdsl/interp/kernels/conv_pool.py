@@ -196,6 +196,8 @@ def _im2col(
     cg, ocg = c // group, oc // group
     if cg == 1 and ocg == 1:
         return _depthwise(xp, w, kernel_shape, strides, dilations, out_shape)
+    if group == 1 and len(kernel_shape) == 2 and all(s == 1 for s in strides):
+        return _shifted_gemm(xp, w, dilations, out_shape)
     xg = xp.reshape(n, group, cg, *xp.shape[2:])
     cols = np.empty((n, group, cg, k_size, *out), dtype=xp.dtype)
     for t, window in enumerate(taps(kernel_shape, strides, dilations, out)):
@@ -204,6 +206,31 @@ def _im2col(
         w.reshape(group, ocg, cg * k_size), cols.reshape(n, group, cg * k_size, -1)
     )
     return y.reshape(out_shape)
+
+
+def _shifted_gemm(
+    xp: np.ndarray, w: np.ndarray, dilations: Sequence[int], out_shape: Sequence[int]
+) -> np.ndarray:
+    """A stride-1 2-d conv as one GEMM per tap on shifted slices of the flattened
+    padded input, with no im2col copy.
+
+    With the padded rows laid end to end, the input of tap (i, j) for output
+    pixel (r, c) sits at r*Wp + c + (i*dh*Wp + j*dw): one contiguous slice per
+    tap. Outputs are computed on rows of the padded width Wp and the extra
+    columns are cropped at the end.
+    """
+    n, c, hp, wp = xp.shape
+    oc, _, kh, kw = w.shape
+    oh, ow = out_shape[2:]
+    flat = xp.reshape(n, c, hp * wp)
+    length = (oh - 1) * wp + ow
+    y = np.zeros((n, oc, oh * wp), dtype=xp.dtype)
+    weights = w.astype(xp.dtype, copy=False)
+    for i in range(kh):
+        for j in range(kw):
+            offset = i * dilations[0] * wp + j * dilations[1]
+            y[:, :, :length] += np.matmul(weights[:, :, i, j], flat[:, :, offset : offset + length])
+    return np.ascontiguousarray(y.reshape(n, oc, oh, wp)[:, :, :, :ow])
 
 
 def _depthwise(
