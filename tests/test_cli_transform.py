@@ -163,3 +163,23 @@ def test_image_input_goes_through_preprocessing(tmp_path):
     expected = ((crop - [10, 20, 30]) * [0.5, 0.25, 2]).transpose(2, 0, 1)[None]
     with np.load(tmp_path / "top.npz") as dumped:
         np.testing.assert_allclose(dumped["image"], expected, rtol=1e-6)
+
+
+def test_model_with_external_data_imports(tmp_path):
+    """Weights stored beside the model (ONNX external data) are read from there."""
+    from tpu_xdsl.frontend.onnx_importer import import_onnx
+
+    model = onnx.load(str(small_cnn(tmp_path / "inline.onnx")))
+    onnx.save_model(
+        model, str(tmp_path / "external.onnx"), save_as_external_data=True,
+        all_tensors_to_one_file=True, location="external.bin", size_threshold=0,
+    )
+    assert (tmp_path / "external.bin").stat().st_size > 0
+    result = import_onnx(tmp_path / "external.onnx", input_shapes=[[1, 3, 8, 8]])
+    # save_model moved the in-memory tensors out too: read the inline file again.
+    inline = numpy_helper.to_array(onnx.load(str(tmp_path / "inline.onnx")).graph.initializer[1])
+    np.testing.assert_array_equal(result.weights["fc"], inline)
+    (tmp_path / "external.bin").unlink()
+    missing = tpu_xdsl("transform", "--model-def", str(tmp_path / "external.onnx"), "--model-name", "m",
+                       "--input-shapes", "[[1,3,8,8]]", "-o", str(tmp_path / "out.mlir"))
+    assert_user_error(missing, "external data missing")

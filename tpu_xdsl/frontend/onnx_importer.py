@@ -81,7 +81,7 @@ def load_model(path: str | Path) -> onnx.ModelProto:
         raise ModelLoadError(f"{path}: not an ONNX model (no graph); pass a .onnx file")
     try:
         onnx.external_data_helper.load_external_data_for_model(model, str(path.parent))
-    except (OSError, FileNotFoundError) as e:
+    except (OSError, onnx.checker.ValidationError) as e:
         raise ModelLoadError(
             f"{path}: external data missing ({e}); keep the data files beside the model"
         ) from e
