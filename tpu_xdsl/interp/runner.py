@@ -137,9 +137,10 @@ class ModuleRunner:
 
     def __init__(self, module: ModuleOp, weights: Mapping[str, np.ndarray]):
         from tpu_xdsl.interp.top_interpreter import TopFunctions
+        from tpu_xdsl.interp.tpu_interpreter import TpuFunctions
 
         self.module = module
-        self.functions = [FuncFunctions(), TopFunctions(weights)]
+        self.functions = [FuncFunctions(), TopFunctions(weights), TpuFunctions()]
         self.output_names = output_names(module)
 
     def run(

@@ -8,6 +8,11 @@ from xdsl.passes import ModulePass
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     """Pass name -> factory returning the pass class (imported lazily)."""
 
+    def lower_top_to_tpu():
+        from tpu_xdsl.transforms.lower_top_to_tpu import LowerTopToTpuPass
+
+        return LowerTopToTpuPass
+
     def top_constant_fold():
         from tpu_xdsl.transforms.top_constant_fold import TopConstantFold
 
@@ -54,6 +59,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         return TopFuseSilu
 
     return {
+        "lower-top-to-tpu": lower_top_to_tpu,
         "top-constant-fold": top_constant_fold,
         "top-dce": top_dce,
         "top-fold-batchnorm": top_fold_batchnorm,

@@ -1,0 +1,91 @@
+"""Float lowering (F32/F16/BF16) and `tpu-xdsl deploy` against TOP results."""
+
+from __future__ import annotations
+
+
+import ml_dtypes
+import numpy as np
+import pytest
+from xdsl.context import Context
+
+from tests.test_cli_transform import assert_user_error, small_cnn, tpu_xdsl
+from tpu_xdsl.interp.kernels import ResultSpec
+from tpu_xdsl.interp.runner import ModuleRunner
+from tpu_xdsl.ir_io import parse_module
+from tpu_xdsl.transforms.lower_top_to_tpu import LowerTopToTpuPass
+from tpu_xdsl.weights import attach_weights, weights_of
+
+MODULE = """
+builtin.module attributes {module.name = "m", module.state = "TOP_F32"} {
+  func.func @main(%arg0: tensor<2x3xf32>) -> tensor<2x3xf32> {
+    %x = "top.input"(%arg0) {names = ["x"]} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+    %w = "top.weight"() {names = ["w"]} : () -> tensor<2x3xf32>
+    %y = "top.mul"(%x, %w) {names = ["y"]} : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+    func.return %y : tensor<2x3xf32>
+  }
+}
+"""
+
+
+@pytest.mark.parametrize(("mode", "dtype"), [("F16", np.float16), ("BF16", ml_dtypes.bfloat16)])
+def test_low_float_modes_round_every_store(mode, dtype):
+    """TPU results equal the product of the rounded operands, rounded to the storage type."""
+    x = np.array([[1.0009765625, 3.14159, -2.5], [1e-3, 1000.1, 7.0]], np.float32)
+    w = np.array([[1.0, 0.333333, 1.5], [2.0, 3.0, -0.1]], np.float32)
+    module = parse_module(MODULE)
+    attach_weights(module, {"w": w})
+    LowerTopToTpuPass(mode=mode).apply(Context(), module)
+    out = ModuleRunner(module, weights_of(module)).run({"x": x})["y_f32"]
+    xr, wr = x.astype(dtype).astype(np.float32), w.astype(dtype).astype(np.float32)
+    expected = (xr * wr).astype(dtype).astype(np.float32)
+    np.testing.assert_array_equal(out, expected)
+    assert not np.array_equal(out, x * w), "rounding must be visible"
+
+
+def test_tpu_cast_rounds_to_nearest_even():
+    from tpu_xdsl.interp.tpu_interpreter import _cast
+
+    x = np.array([1.0 + 2**-11, 1.0 + 3 * 2**-11], np.float32)  # halfway cases for f16
+    (y,) = _cast([x], {}, [ResultSpec((2,), np.dtype(np.float16))])
+    np.testing.assert_array_equal(y.astype(np.float32), [1.0, 1.0 + 2 * 2**-10])
+
+
+def test_deploy_f16_bf16_pass_and_chip_rejects_f16(tmp_path):
+    model = small_cnn(tmp_path / "m.onnx")
+    np.savez(tmp_path / "x.npz", image=np.random.default_rng(2).standard_normal((1, 3, 8, 8)).astype(np.float32))
+    r = tpu_xdsl("transform", "--model-def", str(model), "--model-name", "m", "--input-shapes", "[[1,3,8,8]]",
+                 "--test-input", str(tmp_path / "x.npz"), "--test-result", str(tmp_path / "top.npz"),
+                 "-o", str(tmp_path / "m.mlir"))
+    assert r.returncode == 0, r.stderr
+    for mode, chip in (("F32", "bm1684x"), ("F16", "bm1684x"), ("BF16", "bm1684x"), ("BF16", "cv183x")):
+        out = tmp_path / f"m_{mode}_{chip}.mlir"
+        r = tpu_xdsl("deploy", str(tmp_path / "m.mlir"), "--quantize", mode, "--chip", chip,
+                     "--test-input", str(tmp_path / "x.npz"), "--test-reference", str(tmp_path / "top.npz"), "-o", str(out))
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert f"TOP (reference) vs TPU interpreter {mode}" in r.stdout and "all pass" in r.stdout
+        assert f'module.mode = "{mode}"' in out.read_text()
+    assert_user_error(
+        tpu_xdsl("deploy", str(tmp_path / "m.mlir"), "--quantize", "F16", "--chip", "cv183x", "-o", str(tmp_path / "no.mlir")),
+        "chip cv183x has no F16 mode", "BF16, INT8",
+    )
+    assert_user_error(
+        tpu_xdsl("deploy", str(tmp_path / "m.mlir"), "--quantize", "F8", "-o", str(tmp_path / "no.mlir")),
+        "--quantize F8", "F32, F16, BF16 or INT8",
+    )
+    assert_user_error(
+        tpu_xdsl("deploy", str(tmp_path / "m.mlir"), "--quantize", "F16", "--chip", "nochip", "-o", str(tmp_path / "no.mlir")),
+        "unknown chip 'nochip'",
+    )
+    assert not list(tmp_path.glob("no*"))
+
+
+def test_deploy_fails_below_tolerance_naming_the_first_tensor(tmp_path):
+    model = small_cnn(tmp_path / "m.onnx")
+    np.savez(tmp_path / "x.npz", image=np.random.default_rng(3).standard_normal((1, 3, 8, 8)).astype(np.float32))
+    assert tpu_xdsl("transform", "--model-def", str(model), "--model-name", "m", "--input-shapes", "[[1,3,8,8]]",
+                    "--test-input", str(tmp_path / "x.npz"), "--test-result", str(tmp_path / "top.npz"),
+                    "-o", str(tmp_path / "m.mlir")).returncode == 0
+    r = tpu_xdsl("deploy", str(tmp_path / "m.mlir"), "--quantize", "BF16", "--tolerance", "0.9999999,0.9999",
+                 "--test-input", str(tmp_path / "x.npz"), "--test-reference", str(tmp_path / "top.npz"), "-o", str(tmp_path / "b.mlir"))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "below tolerance, first: relu" in r.stdout

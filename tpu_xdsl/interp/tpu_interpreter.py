@@ -1,0 +1,60 @@
+"""Run TPU modules as the device will: float ops compute in f32 and round to the
+storage type (f16/bf16) on every store; `tpu.cast` converts between types.
+
+INT8 kernels (int32 accumulation, multiplier/shift requantization, LUTs) come
+with INT8 lowering.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from xdsl.interpreter import register_impls
+
+from tpu_xdsl.dialects import Tpu
+from tpu_xdsl.interp.kernels import Kernel, ResultSpec, load_all
+from tpu_xdsl.interp.top_interpreter import make_functions
+
+_LOW_FLOATS = ("float16", "bfloat16")
+
+
+def in_f32(kernel: Kernel) -> Kernel:
+    """A kernel that computes f16/bf16 tensors in f32; `_run_kernel` rounds the result
+    to the IR's storage type, as the chip stores it."""
+
+    def run(inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultSpec]) -> list[np.ndarray]:
+        def widen(x: Any) -> Any:
+            if isinstance(x, list):
+                return [widen(v) for v in x]
+            if isinstance(x, np.ndarray) and str(x.dtype) in _LOW_FLOATS:
+                return x.astype(np.float32)
+            return x
+
+        wide = [
+            ResultSpec(r.shape, np.dtype(np.float32)) if str(r.dtype) in _LOW_FLOATS else r
+            for r in results
+        ]
+        return kernel(widen(list(inputs)), attrs, wide)
+
+    return run
+
+
+def _cast(inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultSpec]) -> list[np.ndarray]:
+    """Float <-> float conversion rounds to nearest even (numpy/ml_dtypes casts)."""
+    return [np.asarray(inputs[0]).astype(np.float32).astype(results[0].dtype)]
+
+
+_kernels = {kind: in_f32(k) for kind, k in load_all().items()}
+_kernels["cast"] = _cast
+_TpuKernelFunctions = make_functions(Tpu, _kernels, "TpuKernelFunctions")
+
+
+@register_impls
+class TpuFunctions(_TpuKernelFunctions):
+    """TPU op implementations (float modes)."""
+
+    def __init__(self) -> None:
+        self.static_cache: dict[Any, Any] = {}
+
