@@ -1,0 +1,141 @@
+"""INT8 arithmetic shared by the TPU interpreter and the device model (bit-exact).
+
+- `quantize_multiplier`: a real rescale factor as an integer multiplier and a
+  right shift, y = (x * multiplier) >> rshift (TPU-MLIR's per-channel
+  `multiplier`/`rshift`).
+- `requantize`: int32 accumulators to int8/uint8 with a defined rounding mode
+  and saturation, in int64 numpy arithmetic (elementwise: no integer matmul).
+- `int8_matmul` / `int8_conv_gemm`: exact int8 x int8 -> int32 products through
+  float64 BLAS: every partial sum of int8 products is an integer below 2^53, so
+  float64 GEMM is exact (DESIGN.md section 8); numpy integer matmul is 60-100x
+  slower.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+ROUND_MODES = ("half_away_from_zero", "half_up", "half_to_even", "down", "toward_zero")
+
+# float64 sums of int8 products stay exact while K * 127 * 128 < 2^53.
+_EXACT_K_LIMIT = (1 << 53) // (128 * 128)
+
+
+def quantize_multiplier(scale: float, bits: int = 31) -> tuple[int, int]:
+    """(multiplier, rshift) with multiplier < 2^bits and multiplier / 2^rshift ~ scale.
+
+    The multiplier is normalized into [2^(bits-1), 2^bits) for the most
+    precision, as TPU-MLIR does for BM1684X (int32 multiplier, shift 0..63).
+    A zero scale gives (0, 0).
+    """
+    if scale < 0 or not math.isfinite(scale):
+        raise ValueError(f"rescale factor must be finite and >= 0, got {scale}")
+    if scale == 0:
+        return 0, 0
+    mantissa, exponent = math.frexp(scale)  # scale = mantissa * 2^exponent, mantissa in [0.5, 1)
+    multiplier = round(mantissa * (1 << bits))
+    rshift = bits - exponent
+    if multiplier == 1 << bits:  # rounding overflowed the mantissa
+        multiplier //= 2
+        rshift -= 1
+    while rshift < 0:  # scales >= 2^bits cannot be a right shift: saturate the shift
+        multiplier <<= 1
+        rshift += 1
+    while rshift > 63:
+        multiplier >>= 1
+        rshift -= 1
+    return int(multiplier), int(rshift)
+
+
+def rounding_shift(values: np.ndarray, rshift: np.ndarray | int, mode: str = "half_away_from_zero") -> np.ndarray:
+    """values / 2^rshift rounded by `mode`, on int64 arrays (rshift per element or scalar)."""
+    if mode not in ROUND_MODES:
+        raise ValueError(f"round mode '{mode}': choose one of {', '.join(ROUND_MODES)}")
+    v = np.asarray(values, dtype=np.int64)
+    shift = np.asarray(rshift, dtype=np.int64)
+    if np.all(shift == 0):
+        return v
+    floor = v >> shift  # arithmetic shift: floor division by 2^shift
+    remainder = v - (floor << shift)  # in [0, 2^shift)
+    half = np.where(shift > 0, np.left_shift(np.int64(1), np.maximum(shift - 1, 0)), 0)
+    match mode:
+        case "down":
+            return floor
+        case "toward_zero":
+            return np.where((v < 0) & (remainder != 0), floor + 1, floor)
+        case "half_up":
+            return np.where((remainder >= half) & (shift > 0), floor + 1, floor)
+        case "half_away_from_zero":
+            up = (remainder > half) | ((remainder == half) & (v >= 0))
+            return np.where(up & (shift > 0), floor + 1, floor)
+        case _:  # half_to_even
+            up = (remainder > half) | ((remainder == half) & (floor % 2 == 1))
+            return np.where(up & (shift > 0), floor + 1, floor)
+
+
+def saturate(values: np.ndarray, dtype: np.dtype | type) -> np.ndarray:
+    info = np.iinfo(dtype)
+    return np.clip(values, info.min, info.max).astype(dtype)
+
+
+def requantize(
+    acc: np.ndarray,
+    multiplier: np.ndarray | int,
+    rshift: np.ndarray | int,
+    zero_point: int = 0,
+    out_dtype: np.dtype | type = np.int8,
+    round_mode: str = "half_away_from_zero",
+    axis: int = 1,
+) -> np.ndarray:
+    """sat(round(acc * multiplier / 2^rshift) + zero_point) per channel along `axis`.
+
+    `multiplier` and `rshift` are scalars or one entry per channel of `axis`.
+    acc * multiplier fits int64 for |acc| < 2^31 and multiplier < 2^31 + 1.
+    """
+    acc = np.asarray(acc, dtype=np.int64)
+    shape = [1] * acc.ndim
+    if np.ndim(multiplier) or np.ndim(rshift):
+        shape[axis] = -1
+    mult = np.asarray(multiplier, dtype=np.int64).reshape(shape if np.ndim(multiplier) else ())
+    shift = np.asarray(rshift, dtype=np.int64).reshape(shape if np.ndim(rshift) else ())
+    scaled = rounding_shift(acc * mult, np.broadcast_to(shift, acc.shape), round_mode)
+    return saturate(scaled + zero_point, out_dtype)
+
+
+def int8_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Exact a @ b for integer inputs (int8/uint8/int16 values) as int32, via float64 BLAS."""
+    k = a.shape[-1]
+    if k > _EXACT_K_LIMIT:
+        raise ValueError(f"reduction length {k} too long for exact float64 accumulation")
+    product = np.matmul(a.astype(np.float64), b.astype(np.float64))
+    return product.astype(np.int64).astype(np.int32)
+
+
+def symmetric_scale(threshold: float, bits: int = 8) -> float:
+    """Activation scale from a calibration threshold: S = threshold / 2^(bits-1) (public)."""
+    return threshold / (1 << (bits - 1))
+
+
+def quantize_tensor(x: np.ndarray, scale: float | np.ndarray, zero_point: int = 0,
+                    dtype: np.dtype | type = np.int8, round_mode: str = "half_away_from_zero") -> np.ndarray:
+    """Float -> int8/uint8: sat(round(x / scale) + zero_point)."""
+    scaled = np.asarray(x, dtype=np.float64) / scale
+    if round_mode == "half_to_even":
+        rounded = np.rint(scaled)
+    elif round_mode == "half_away_from_zero":
+        rounded = np.sign(scaled) * np.floor(np.abs(scaled) + 0.5)
+    elif round_mode == "half_up":
+        rounded = np.floor(scaled + 0.5)
+    elif round_mode == "down":
+        rounded = np.floor(scaled)
+    elif round_mode == "toward_zero":
+        rounded = np.trunc(scaled)
+    else:
+        raise ValueError(f"round mode '{round_mode}': choose one of {', '.join(ROUND_MODES)}")
+    return saturate(rounded.astype(np.int64) + zero_point, dtype)
+
+
+def dequantize_tensor(q: np.ndarray, scale: float | np.ndarray, zero_point: int = 0) -> np.ndarray:
+    return ((np.asarray(q, dtype=np.int64) - zero_point) * scale).astype(np.float32)
