@@ -235,8 +235,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--generic", action="store_true", help="print generic form")
     check.set_defaults(func=_check)
 
-    from tpu_xdsl.tools import deploy
+    from tpu_xdsl.tools import calibrate, deploy
 
+    calibrate.add_parser(sub)
     deploy.add_parser(sub)
 
     ops = sub.add_parser("list-ops", help="ONNX op types the importer supports, with opset ranges")

@@ -1,0 +1,215 @@
+"""One calibration run: two passes of the TOP interpreter over the samples, then thresholds.
+
+Pass 1 collects min/max per tensor, pass 2 histograms over the ranges pass 1
+found (`statistics`); each sample is one task, whose partial statistics the
+main process merges at once, so memory does not depend on the number of
+samples. With `jobs` > 1 the tasks run in that many worker processes, each
+reading the module itself and running BLAS on one thread (one process per
+core instead of one multi-threaded process: the interpreter spends much of its
+time in single-threaded numpy code). Thresholds follow (`thresholds`), then
+the optional auto-tune (`tune`) in the main process.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+
+from xdsl.dialects.builtin import ModuleOp
+
+from tpu_xdsl.calibration.dataset import Dataset, SampleLoader
+from tpu_xdsl.calibration.statistics import (
+    HistogramCollector,
+    RangeCollector,
+    TensorHistograms,
+    TensorRanges,
+)
+from tpu_xdsl.calibration.table import CalibrationTable, TableRow
+from tpu_xdsl.calibration.thresholds import METHODS, threshold
+from tpu_xdsl.calibration.tune import TUNE_SAMPLES, TuneResult, runs_needed, tune
+from tpu_xdsl.errors import TpuXdslError
+
+Progress = Callable[[str, int], Callable[[int], None]]
+"""progress(description, total) -> advance(n): how a caller shows progress (e.g. tqdm)."""
+
+
+def no_progress(description: str, total: int) -> Callable[[int], None]:
+    return lambda n: None
+
+
+@dataclass(frozen=True)
+class Options:
+    method: str = "kl"
+    bins: int = 2048
+    tune_num: int = 0
+    jobs: int = 1
+
+
+@dataclass
+class Result:
+    table: CalibrationTable
+    tuned: list[TuneResult]
+
+
+class _Worker:
+    """A module, its runner and a sample loader: one per process."""
+
+    def __init__(self, mlir_path: Path, module: ModuleOp | None = None):
+        from tpu_xdsl.interp.runner import ModuleRunner
+        from tpu_xdsl.ir_io import read_module
+        from tpu_xdsl.weights import attach_weights
+
+        self.module = module if module is not None else read_module(mlir_path)
+        self.runner = ModuleRunner(self.module, attach_weights(self.module, base_dir=mlir_path.parent))
+        self.loader = SampleLoader(self.module)
+
+    def ranges(self, path: Path) -> TensorRanges:
+        ranges = TensorRanges(samples=1)
+        self.runner.run(self.loader.load(path), [RangeCollector(ranges)])
+        return ranges
+
+    def histograms(self, path: Path, empty: TensorHistograms) -> TensorHistograms:
+        histograms = empty.empty_copy()
+        histograms.samples = 1
+        self.runner.run(self.loader.load(path), [HistogramCollector(histograms)])
+        return histograms
+
+
+_worker: _Worker | None = None
+_worker_error: Exception | None = None
+
+
+def _init_worker(mlir_path: Path) -> None:
+    """An error is kept for the first task to raise: a failing initializer would
+    only break the pool, losing the message."""
+    global _worker, _worker_error
+    try:
+        _worker = _Worker(mlir_path)
+    except Exception as e:  # noqa: BLE001 - re-raised by the tasks
+        _worker_error = e
+
+
+def _current_worker() -> _Worker:
+    if _worker_error is not None:
+        raise _worker_error
+    assert _worker is not None
+    return _worker
+
+
+def _ranges_task(path: Path) -> TensorRanges:
+    return _current_worker().ranges(path)
+
+
+def _histograms_task(task: tuple[Path, TensorHistograms]) -> TensorHistograms:
+    return _current_worker().histograms(*task)
+
+
+BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+class WorkerProcessError(TpuXdslError):
+    """A worker process stopped without reporting an error (killed, out of memory)."""
+
+
+@contextmanager
+def _executor(jobs: int, mlir_path: Path) -> Iterator[ProcessPoolExecutor]:
+    """`jobs` fresh worker processes, spawned while the BLAS thread variables say 1.
+
+    A pool of `concurrent.futures`, not `multiprocessing.Pool`: a worker that dies
+    makes it fail (BrokenProcessPool) instead of waiting forever."""
+    saved = {v: os.environ.get(v) for v in BLAS_THREAD_VARIABLES}
+    os.environ.update({v: "1" for v in BLAS_THREAD_VARIABLES})
+    executor = ProcessPoolExecutor(
+        jobs, mp_context=multiprocessing.get_context("spawn"), initializer=_init_worker, initargs=(mlir_path,)
+    )
+    try:
+        yield executor
+    except BrokenProcessPool as e:
+        raise WorkerProcessError(
+            f"a calibration worker process stopped unexpectedly ({e}); run again with --jobs 1"
+        ) from e
+    finally:
+        executor.shutdown(wait=True, cancel_futures=True)
+        for variable, value in saved.items():
+            if value is None:
+                os.environ.pop(variable, None)
+            else:
+                os.environ[variable] = value
+
+
+def _map(worker: _Worker, executor: ProcessPoolExecutor | None, jobs: int, task, items: Iterable) -> Iterator:
+    """Run `task` over `items` in the worker processes (results in any order, at most two
+    tasks per process in flight, so finished results never pile up) or in this process."""
+    if executor is None:
+        global _worker
+        _worker = worker
+        yield from map(task, items)
+        return
+    pending: set[Future] = set()
+    items = iter(items)
+    while True:
+        for item in items:
+            pending.add(executor.submit(task, item))
+            if len(pending) >= 2 * jobs:
+                break
+        if not pending:
+            return
+        done, pending = wait(pending, return_when=FIRST_COMPLETED)
+        for future in done:
+            yield future.result()
+
+
+def calibrate(
+    mlir_path: str | Path,
+    dataset: Dataset,
+    options: Options,
+    progress: Progress = no_progress,
+    module: ModuleOp | None = None,
+) -> Result:
+    """Calibrate the TOP module at `mlir_path` (already parsed: `module`) on `dataset`;
+    nothing is written."""
+    mlir_path = Path(mlir_path)
+    if options.method not in METHODS:
+        raise ValueError(f"unknown method {options.method!r}")
+    local = _Worker(mlir_path, module)
+    jobs = max(1, min(options.jobs, len(dataset)))
+    with _executor(jobs, mlir_path) if jobs > 1 else nullcontext() as executor:
+        ranges = TensorRanges()
+        advance = progress("pass 1/2: ranges", len(dataset))
+        for part in _map(local, executor, jobs, _ranges_task, dataset.paths):
+            ranges.merge(part)
+            advance(1)
+        histograms = TensorHistograms.for_ranges(ranges, options.bins)
+        advance = progress("pass 2/2: histograms", len(dataset))
+        tasks = ((path, histograms.empty_copy()) for path in dataset.paths)
+        for part in _map(local, executor, jobs, _histograms_task, tasks):
+            histograms.merge(part)
+            advance(1)
+    names = ranges.names()
+    chosen = {n: _threshold(options.method, histograms, n) for n in names}
+    tuned: list[TuneResult] = []
+    if options.tune_num > 0:
+        candidates = {
+            n: {m: _threshold(m, histograms, n) for m in METHODS}
+            for n in names
+            if n not in ranges.integral
+        }
+        samples = [local.loader.load(p) for p in dataset.paths[:TUNE_SAMPLES]]
+        advance = progress("tune", runs_needed(candidates, options.tune_num, len(samples)))
+        tuned = tune(local.runner, samples, candidates, options.method, options.tune_num, advance)
+        chosen.update({t.name: t.chosen for t in tuned})
+    rows = [TableRow(n, chosen[n], ranges.low[n], ranges.high[n]) for n in names]
+    table = CalibrationTable(
+        rows, histogram_bins=options.bins, samples=len(dataset), tune_num=options.tune_num, method=options.method
+    )
+    return Result(table, tuned)
+
+
+def _threshold(method: str, histograms: TensorHistograms, name: str) -> float:
+    return threshold(method, histograms.counts[name], histograms.abs_max[name], histograms.zeros[name])

@@ -1,0 +1,145 @@
+"""TPU-MLIR's calibration table: header comments, then `name threshold min max` per tensor.
+
+    # genetated time: 2024-05-01 10:00:59.743675
+    # histogram number: 2048
+    # sample number: 100
+    # tune number: 5
+    # quantization threshold calculation method: kl
+    ###
+    # op_name    threshold    min    max
+    images 1.0000080 0.0000000 1.0000080
+    conv1 56.4281803 -102.5830231 97.6811752
+
+(TPU-MLIR spells the first header "genetated"; readers look for it, so it stays.)
+Lines starting with `#` are comments; every other non-blank line is one
+tensor: its name (no whitespace), the symmetric threshold, then min and max.
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tpu_xdsl.errors import TpuXdslError
+from tpu_xdsl.weights import write_atomic
+
+
+class CalibrationTableError(TpuXdslError):
+    """A calibration table cannot be read, is malformed, or cannot be written."""
+
+
+@dataclass(frozen=True)
+class TableRow:
+    name: str
+    threshold: float
+    min: float
+    max: float
+
+
+@dataclass
+class CalibrationTable:
+    rows: list[TableRow]
+    histogram_bins: int | None = None
+    samples: int | None = None
+    tune_num: int | None = None
+    method: str | None = None
+    generated: str = field(default_factory=lambda: str(datetime.datetime.now()))
+
+    def by_name(self) -> dict[str, TableRow]:
+        return {row.name: row for row in self.rows}
+
+    def format(self) -> str:
+        lines = [f"# genetated time: {self.generated}"]
+        if self.histogram_bins is not None:
+            lines.append(f"# histogram number: {self.histogram_bins}")
+        if self.samples is not None:
+            lines.append(f"# sample number: {self.samples}")
+        if self.tune_num is not None:
+            lines.append(f"# tune number: {self.tune_num}")
+        if self.method is not None:
+            lines.append(f"# quantization threshold calculation method: {self.method}")
+        lines += ["###", "# op_name    threshold    min    max"]
+        for row in self.rows:
+            lines.append(f"{row.name} {row.threshold:.7f} {row.min:.7f} {row.max:.7f}")
+        return "\n".join(lines) + "\n"
+
+
+_HEADERS = {
+    "histogram number": "histogram_bins",
+    "sample number": "samples",
+    "tune number": "tune_num",
+}
+
+
+def write_table(path: str | Path, table: CalibrationTable) -> None:
+    """Write `table` atomically: a failure leaves no partial file."""
+    for row in table.rows:
+        if not row.name or re.search(r"\s", row.name):
+            raise CalibrationTableError(
+                f"tensor name {row.name!r} has whitespace, which the table format cannot hold; "
+                "rename the tensor in the ONNX model"
+            )
+    text = table.format()
+    try:
+        write_atomic(path, lambda f: f.write(text))
+    except OSError as e:
+        raise CalibrationTableError(f"{path}: cannot write the calibration table: {e.strerror}") from e
+
+
+def read_table(path: str | Path) -> CalibrationTable:
+    """Parse a table; a malformed line is an error naming the file and line number."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        reason = e.strerror if isinstance(e, OSError) else "not a text file"
+        raise CalibrationTableError(f"{path}: cannot read the calibration table: {reason}") from e
+    table = CalibrationTable(rows=[], generated="")
+    seen: dict[str, int] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if stripped.startswith("#"):
+            _read_header(table, stripped)
+            continue
+        if not stripped:
+            continue
+        where = f"{path}:{number}"
+        fields = stripped.split()
+        if len(fields) != 4:
+            raise CalibrationTableError(
+                f"{where}: expected 'name threshold min max', got {len(fields)} field(s): {stripped[:60]!r}"
+            )
+        name = fields[0]
+        try:
+            threshold, low, high = (float(v) for v in fields[1:])
+        except ValueError:
+            raise CalibrationTableError(
+                f"{where}: threshold, min and max of '{name}' must be numbers: {stripped[:60]!r}"
+            ) from None
+        if not all(math.isfinite(v) for v in (threshold, low, high)):
+            raise CalibrationTableError(f"{where}: '{name}' has a non-finite value: {stripped[:60]!r}")
+        if threshold <= 0:
+            raise CalibrationTableError(f"{where}: '{name}' has threshold {threshold}; it must be positive")
+        if low > high:
+            raise CalibrationTableError(f"{where}: '{name}' has min {low} above max {high}")
+        if name in seen:
+            raise CalibrationTableError(f"{where}: '{name}' is listed twice (first on line {seen[name]})")
+        seen[name] = number
+        table.rows.append(TableRow(name, threshold, low, high))
+    if not table.rows:
+        raise CalibrationTableError(f"{path}: no tensor rows; is this a calibration table?")
+    return table
+
+
+def _read_header(table: CalibrationTable, line: str) -> None:
+    key, _, value = line.lstrip("#").partition(":")
+    key, value = key.strip(), value.strip()
+    if key == "genetated time":
+        table.generated = value
+    elif key == "quantization threshold calculation method":
+        table.method = value
+    elif key in _HEADERS and value.isdigit():
+        setattr(table, _HEADERS[key], int(value))
