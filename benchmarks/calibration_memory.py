@@ -69,28 +69,6 @@ def measure(command: list[str]) -> tuple[float, float, float]:
     return wall, peak / 2**20, usage.ru_maxrss / 1024
 
 
-def make_samples(folder: Path, count: int) -> None:
-    """`count` PNGs from scikit-image's photos: crops of 60-96 % of each side at varying
-    offsets, every other one mirrored."""
-    from PIL import Image, ImageOps
-
-    from tpu_xdsl import zoo
-
-    photos = zoo.photos()
-    for n in range(count):
-        photo, variant = photos[n % len(photos)], n // len(photos)
-        with Image.open(photo) as image:
-            image = image.convert("RGB")
-            w, h = image.size
-            f = 0.6 + 0.04 * (variant % 10)
-            cw, ch = int(w * f), int(h * f)
-            left, top = (w - cw) * ((variant * 37) % 11) // 10, (h - ch) * ((variant * 53) % 7) // 6
-            image = image.crop((left, top, left + cw, top + ch))
-            if variant % 2:
-                image = ImageOps.mirror(image)
-            image.save(folder / f"sample_{n:03d}.png")
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", default="1,2", help="worker process counts to try")
@@ -114,7 +92,7 @@ def main() -> int:
         )
         samples = folder / "samples"
         samples.mkdir()
-        make_samples(samples, max(counts))
+        zoo.write_photo_samples(samples, max(counts))
         print(f"tpu-xdsl calibrate {entry.name} --method kl --histogram-bins 2048; {os.cpu_count()} cores")
         print(f"{'samples':>7} {'jobs':>4} {'wall s':>7} {'s/sample':>8} {'peak RSS MiB (tree)':>20} {'largest process MiB':>20}")
         peaks: dict[int, dict[int, float]] = {}

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -134,8 +135,123 @@ def quantize_tensor(x: np.ndarray, scale: float | np.ndarray, zero_point: int = 
         rounded = np.trunc(scaled)
     else:
         raise ValueError(f"round mode '{round_mode}': choose one of {', '.join(ROUND_MODES)}")
+    info = np.iinfo(dtype)
+    # Clip before the integer conversion: inf, NaN (-> 0) and huge values have no int64.
+    rounded = np.clip(np.nan_to_num(rounded), info.min - zero_point, info.max - zero_point)
     return saturate(rounded.astype(np.int64) + zero_point, dtype)
 
 
 def dequantize_tensor(q: np.ndarray, scale: float | np.ndarray, zero_point: int = 0) -> np.ndarray:
     return ((np.asarray(q, dtype=np.int64) - zero_point) * scale).astype(np.float32)
+
+
+# -- quantization parameters of tensors -------------------------------------------------
+
+INT32_MAX = (1 << 31) - 1
+
+
+@dataclass(frozen=True)
+class QParams:
+    """Uniform quantization of one tensor: real = (q - zero_point) * scale, q in dtype.
+
+    Activations are int8 (symmetric, a tensor with negative values), uint8
+    with zero point 0 (symmetric, a tensor that is never negative) or uint8
+    with a zero point (asymmetric).
+    """
+
+    scale: float
+    zero_point: int = 0
+    dtype: np.dtype | type = np.int8
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "scale", float(self.scale))
+        object.__setattr__(self, "zero_point", int(self.zero_point))
+        object.__setattr__(self, "dtype", np.dtype(self.dtype))
+
+    @property
+    def qmin(self) -> int:
+        return int(np.iinfo(self.dtype).min)
+
+    @property
+    def qmax(self) -> int:
+        return int(np.iinfo(self.dtype).max)
+
+    def quantize(self, x: np.ndarray, round_mode: str = "half_away_from_zero") -> np.ndarray:
+        return quantize_tensor(x, self.scale, self.zero_point, self.dtype, round_mode)
+
+    def dequantize(self, q: np.ndarray) -> np.ndarray:
+        return dequantize_tensor(q, self.scale, self.zero_point)
+
+    def quantized_value(self, real: float) -> int:
+        """The code that represents `real` (saturated), e.g. a pad value."""
+        return int(self.quantize(np.array([real]))[0])
+
+
+def activation_qparams(threshold: float, low: float, high: float, asymmetric: bool) -> QParams:
+    """An activation's quantization from its calibrated range.
+
+    Symmetric: S = threshold / 128 and int8 when the tensor can be negative
+    (low < 0); a tensor that never is uses all of uint8: S = threshold / 256,
+    zero point 0. Asymmetric: uint8 over [max(low, -threshold),
+    min(high, threshold)] widened to contain 0 (so that 0, the padding value,
+    is exact): S = (hi - lo) / 255, zero point round(-lo / S).
+    """
+    if threshold <= 0 or not math.isfinite(threshold):
+        raise ValueError(f"threshold must be positive and finite, got {threshold}")
+    if not asymmetric:
+        if low < 0:
+            return QParams(symmetric_scale(threshold), 0, np.int8)
+        return QParams(threshold / 256, 0, np.uint8)
+    lo = min(max(low, -threshold), 0.0)
+    hi = max(min(high, threshold), 0.0)
+    if hi - lo <= 0:
+        return QParams(threshold / 255, 0, np.uint8)
+    scale = (hi - lo) / 255
+    zero_point = int(min(255, max(0, round(-lo / scale))))
+    return QParams(scale, zero_point, np.uint8)
+
+
+def weight_scales(w: np.ndarray, axis: int | None, floor: np.ndarray | float = 0.0) -> np.ndarray:
+    """Symmetric int8 scales max|w| / 127 per channel along `axis` (one scale when None),
+    at least `floor` (per channel). An all-zero channel gets the largest scale of the
+    others (1 when all are zero), so that a bias on it stays representable."""
+    w = np.asarray(w, dtype=np.float64)
+    if axis is None:
+        top = np.array([np.max(np.abs(w))]) if w.size else np.zeros(1)
+    else:
+        moved = np.moveaxis(w, axis, 0).reshape(w.shape[axis], -1)
+        top = np.max(np.abs(moved), axis=1) if moved.shape[1] else np.zeros(w.shape[axis])
+    scales = np.maximum(top / 127, floor)
+    positive = scales[scales > 0]
+    fill = positive.max() if positive.size else 1.0
+    return np.where(scales > 0, scales, fill)
+
+
+def quantize_weights(w: np.ndarray, scales: np.ndarray, axis: int | None) -> np.ndarray:
+    """w / scale rounded half away from zero into int8 (-127..127), per channel along `axis`."""
+    w = np.asarray(w, dtype=np.float64)
+    shape = [1] * w.ndim
+    if axis is not None:
+        shape[axis] = -1
+    s = np.asarray(scales, dtype=np.float64).reshape(shape if axis is not None else ())
+    q = quantize_tensor(w, s, 0, np.int8)
+    return np.maximum(q, -127).astype(np.int8)
+
+
+def quantize_bias(b: np.ndarray, scales: np.ndarray) -> np.ndarray:
+    """A float bias as int32 in units of the accumulator (input scale x weight scale)."""
+    q = np.asarray(b, dtype=np.float64) / np.asarray(scales, dtype=np.float64)
+    q = np.sign(q) * np.floor(np.abs(q) + 0.5)
+    return np.clip(q, -INT32_MAX, INT32_MAX).astype(np.int32)
+
+
+def quantize_multipliers(scales: np.ndarray | list[float], bits: int = 31) -> tuple[list[int], int]:
+    """Several rescale factors with one shared right shift: multipliers m_i with
+    m_i / 2^rshift ~ scales[i], the largest normalized to `bits` bits (signs kept)."""
+    values = [float(s) for s in scales]
+    largest = max(abs(v) for v in values)
+    if largest == 0:
+        return [0] * len(values), 0
+    _, rshift = quantize_multiplier(largest, bits)
+    multipliers = [int(np.sign(v) * math.floor(abs(v) * 2.0**rshift + 0.5)) for v in values]
+    return multipliers, rshift

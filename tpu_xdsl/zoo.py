@@ -101,3 +101,29 @@ def photos() -> list[Path]:
     """scikit-image's sample photos that exist in the installed version (color and gray)."""
     data = package_dir("skimage") / "data"
     return [data / p for p in PHOTOS if (data / p).is_file()]
+
+
+def write_photo_samples(folder: Path, count: int, start: int = 0) -> list[Path]:
+    """Write `count` PNG variants of scikit-image's photos into `folder` (calibration and
+    evaluation sets): crops of 60-96 % of each side at varying offsets, every other one
+    mirrored. Variant n is the same image whatever `start`, so [0, 100) and [100, 150)
+    are disjoint sets."""
+    from PIL import Image, ImageOps
+
+    sources = photos()
+    written = []
+    for n in range(start, start + count):
+        photo, variant = sources[n % len(sources)], n // len(sources)
+        with Image.open(photo) as image:
+            image = image.convert("RGB")
+            w, h = image.size
+            f = 0.6 + 0.04 * (variant % 10)
+            cw, ch = int(w * f), int(h * f)
+            left, top = (w - cw) * ((variant * 37) % 11) // 10, (h - ch) * ((variant * 53) % 7) // 6
+            image = image.crop((left, top, left + cw, top + ch))
+            if variant % 2:
+                image = ImageOps.mirror(image)
+            path = folder / f"sample_{n:03d}.png"
+            image.save(path)
+            written.append(path)
+    return written

@@ -8,6 +8,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import (
     Dialect,
     OpResult,
+    ParametrizedAttribute,
 )
 from xdsl.irdl import (
     IRDLOperation,
@@ -15,6 +16,12 @@ from xdsl.irdl import (
     VarOpResult,
     VarOperand,
 )
+
+class CalibratedAttr(ParametrizedAttribute):
+    threshold : "FloatAttr"
+    min : "FloatAttr"
+    max : "FloatAttr"
+
 
 class InputOp(IRDLOperation):
     input : Operand

@@ -18,6 +18,11 @@ from xdsl.irdl import (
     VarOperand,
 )
 
+class UniformAttr(ParametrizedAttribute):
+    scale : "FloatAttr"
+    zero_point : "IntegerAttr"
+
+
 class LgInfoAttr(ParametrizedAttribute):
     out_addr : "IntegerAttr"
     out_size : "IntegerAttr"

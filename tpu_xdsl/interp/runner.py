@@ -13,6 +13,7 @@ from xdsl.interpreters.func import FuncFunctions
 from xdsl.ir import Operation
 
 from tpu_xdsl.errors import TpuXdslError
+from tpu_xdsl.quant import QParams
 
 
 class InputMismatchError(TpuXdslError):
@@ -96,6 +97,7 @@ def arrange_inputs(module: ModuleOp, inputs: Mapping[str, np.ndarray]) -> list[n
                 f"{', '.join(names)} (given: {', '.join(inputs) or 'none'})"
             )
         values = [inputs[n] for n in names]
+    from tpu_xdsl.dialects.quant_types import qparams_of
     from tpu_xdsl.interp.dtypes import numpy_dtype
 
     arranged = []
@@ -107,12 +109,39 @@ def arrange_inputs(module: ModuleOp, inputs: Mapping[str, np.ndarray]) -> list[n
             raise InputMismatchError(
                 f"input '{name}' has shape {list(value.shape)}, the model expects {list(shape)}"
             )
+        qparams = qparams_of(arg_type)
+        if qparams is not None and value.dtype.kind == "f":
+            # An INT8 input (quant_input): float data is quantized as the chip's runtime does.
+            value = qparams.quantize(value)
         if value.dtype != dtype and not (value.dtype.kind == dtype.kind == "f"):
             raise InputMismatchError(
                 f"input '{name}' has dtype {value.dtype}, the model expects {dtype}"
             )
         arranged.append(value.astype(dtype, copy=False))
     return arranged
+
+
+def tensor_qparams(module: ModuleOp) -> dict[str, QParams]:
+    """The quantization of every named INT8 tensor of the module (from its type)."""
+    from tpu_xdsl.dialects.quant_types import qparams_of
+
+    found: dict[str, QParams] = {}
+    for op in module.walk():
+        for name, result in zip(tensor_names(op), op.results):
+            qparams = qparams_of(result.type)
+            if qparams is not None:
+                found[name] = qparams
+    return found
+
+
+def real_values(module: ModuleOp, tensors: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """`tensors` with the INT8 ones dequantized (the real values they stand for), so that
+    they compare with float tensors of other stages."""
+    params = tensor_qparams(module)
+    return {
+        name: params[name].dequantize(value) if name in params and value.dtype.kind in "iu" else value
+        for name, value in tensors.items()
+    }
 
 
 def load_weights(module: ModuleOp, mlir_path: str | Path | None) -> Mapping[str, np.ndarray]:

@@ -8,6 +8,11 @@ from xdsl.passes import ModulePass
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     """Pass name -> factory returning the pass class (imported lazily)."""
 
+    def import_calibration():
+        from tpu_xdsl.transforms.import_calibration import ImportCalibrationPass
+
+        return ImportCalibrationPass
+
     def lower_top_to_tpu():
         from tpu_xdsl.transforms.lower_top_to_tpu import LowerTopToTpuPass
 
@@ -59,6 +64,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         return TopFuseSilu
 
     return {
+        "import-calibration": import_calibration,
         "lower-top-to-tpu": lower_top_to_tpu,
         "top-constant-fold": top_constant_fold,
         "top-dce": top_dce,

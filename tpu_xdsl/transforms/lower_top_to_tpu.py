@@ -1,198 +1,209 @@
-"""lower-top-to-tpu: TOP ops to their chip-level TPU counterparts in a float mode.
+"""lower-top-to-tpu: TOP ops to their chip-level TPU counterparts in F32, F16, BF16 or INT8.
 
-Modes F32, F16 and BF16 compute the same ops in the storage type: every f32
-tensor becomes the mode's float type, weights are converted (new entries in
-the weight table), inputs are cast in with `tpu.cast` and outputs cast back to
-f32. Tensor names stay, so each TPU tensor compares with its TOP tensor by
-name. The chip's capability table decides which modes exist. INT8 needs a
-calibration table and is a separate pattern family (not here yet).
+    lower-top-to-tpu{mode=INT8 chip=bm1684x asymmetric=false qtable=q.txt quant_input=false quant_output=false}
+
+Pattern families, one per kind of op (`tpu_xdsl/transforms/lowering/`),
+rewrite the ops of @main in program order, so each finds its operands
+already lowered:
+
+- float (`float_ops`): the same op in the storage type (F32/F16/BF16);
+- INT8 (`int8_conv`, `int8_eltwise`, `int8_pool`): per-channel weights,
+  int32 bias, multiplier/shift requantization, lookup tables, scale-keeping
+  data movement. INT8 reads the calibrated ranges of the TOP tensors
+  (`import-calibration`); S = threshold / 128, uint8 when asymmetric.
+
+The chip's capability table decides which modes exist. A quantize table
+(`qtable`, lines `op_name MODE`) sets the mode of single ops; ops INT8 cannot
+run fall back to the chip's most precise float mode, reported. `tpu.cast`
+ops convert at every change of type: in and out of INT8, between float types,
+and at the outputs back to f32 (INT8 outputs stay INT8 with `quant_output`;
+`quant_input` makes the model's inputs INT8). Tensor names stay, so every TPU
+tensor compares with its TOP tensor by name.
 """
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, TensorType
-from xdsl.ir import Attribute, Operation, SSAValue
-from xdsl.irdl import VarOperandDef, VarResultDef
 from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tpu_xdsl.device.chip import check_mode, chip_config
 from tpu_xdsl.dialects import op_class
-from tpu_xdsl.errors import TpuXdslError
+from tpu_xdsl.dialects.quant_types import calibration_of, qparams_of, quantized_type
 from tpu_xdsl.interp.dtypes import element_type, numpy_dtype
-from tpu_xdsl.weights import create_weight, weight_name, weights_of
+from tpu_xdsl.interp.runner import input_ops, main_func, tensor_names
+from tpu_xdsl.quant import activation_qparams
+from tpu_xdsl.transforms.lowering.context import (
+    FLOAT_MODES,
+    Fallback,
+    LoweringContext,
+    LoweringError,
+    is_float_tensor,
+    value_name,
+)
+from tpu_xdsl.transforms.lowering.float_ops import FloatOpLowering
+from tpu_xdsl.transforms.lowering.int8_conv import (
+    ConvInt8,
+    DeconvInt8,
+    MatMulInt8,
+    ScaleInt8,
+)
+from tpu_xdsl.transforms.lowering.int8_eltwise import EltwiseInt8, LutInt8
+from tpu_xdsl.transforms.lowering.int8_pool import (
+    AvgPoolInt8,
+    ConcatInt8,
+    DataMovementInt8,
+    MaxPoolInt8,
+    ReduceInt8,
+)
+from tpu_xdsl.transforms.lowering.quantize_table import read_quantize_table
+from tpu_xdsl.transforms.matching import sync_function_type
 
-FLOAT_MODES = {"F32": np.float32, "F16": np.float16, "BF16": "bfloat16"}
-# Element types TPU tensors may hold.
-_TPU_ELEMENTS = {"float32", "float16", "bfloat16", "int8", "uint8", "int16", "int32"}
+__all__ = ["FLOAT_MODES", "LowerTopToTpuPass", "LoweringError", "lower_top_to_tpu"]
+
 _KEEP = {"top.input", "top.weight", "top.none"}
+INT8_PATTERNS = (
+    ConvInt8, DeconvInt8, MatMulInt8, ScaleInt8, LutInt8, EltwiseInt8,
+    MaxPoolInt8, AvgPoolInt8, ReduceInt8, ConcatInt8, DataMovementInt8,
+)
 
 
-class LoweringError(TpuXdslError):
-    """A TOP module cannot be lowered as asked."""
+def lower_top_to_tpu(
+    module: ModuleOp,
+    mode: str,
+    chip_name: str = "bm1684x",
+    asymmetric: bool = False,
+    qtable: str | None = None,
+    quant_input: bool = False,
+    quant_output: bool = False,
+) -> list[Fallback]:
+    """Lower `module` in place; returns the ops that fell back from INT8 to a float mode."""
+    chip = chip_config(chip_name)
+    mode = check_mode(chip, mode)
+    state = module.attributes.get("module.state")
+    if isinstance(state, StringAttr) and not state.data.startswith("TOP"):
+        raise LoweringError(f"module.state is {state.data}: lower-top-to-tpu takes a TOP module")
+    names = [n for o in main_func(module).body.block.ops for n in tensor_names(o)]
+    table = read_quantize_table(qtable, names, chip) if qtable else {}
+    ctx = LoweringContext(module, chip, mode, asymmetric, table)
+    int8 = mode == "INT8" or "INT8" in table.values()
+    if int8 and not _is_calibrated(module):
+        raise LoweringError(
+            "INT8 needs calibrated tensor ranges and the module has none: give the calibration table "
+            "(tpu-xdsl deploy --calibration-table, or the import-calibration pass first); "
+            "tpu-xdsl calibrate writes it"
+        )
+    if (quant_input or quant_output) and not int8:
+        raise LoweringError(f"quant_input/quant_output keep INT8 at the model's boundary; mode {mode} has none")
+    if quant_input:
+        _quantize_inputs(module, asymmetric)
+    patterns: list[RewritePattern] = [p(ctx) for p in INT8_PATTERNS] if int8 else []
+    patterns.append(FloatOpLowering(ctx))
+    block = main_func(module).body.block
+    for op in list(block.ops):
+        if op.parent is None or op.name in _KEEP or not op.name.startswith("top."):
+            continue
+        rewriter = PatternRewriter(op)
+        for pattern in patterns:
+            pattern.match_and_rewrite(op, rewriter)
+            if rewriter.has_done_action:
+                break
+    _cast_outputs(module, quant_output)
+    from tpu_xdsl.transforms.top_dce import TopDce
+
+    TopDce().apply(Context(), module)  # the f32 weights that were converted
+    sync_function_type(main_func(module))
+    module.attributes["module.state"] = StringAttr("TPU_LOWERED")
+    module.attributes["module.chip"] = StringAttr(chip.name)
+    module.attributes["module.mode"] = StringAttr(mode)
+    if asymmetric and int8:
+        module.attributes["module.asymmetric"] = StringAttr("true")
+    return ctx.fallbacks
 
 
-def _storage_dtype(mode: str) -> np.dtype:
-    if mode == "BF16":
-        import ml_dtypes
-
-        return np.dtype(ml_dtypes.bfloat16)
-    return np.dtype(FLOAT_MODES[mode])
+def _is_calibrated(module: ModuleOp) -> bool:
+    return any(calibration_of(r.type) is not None for op in main_func(module).body.block.ops for r in op.results)
 
 
-def _names(op: Operation) -> list[str]:
-    names = op.attributes.get("names")
-    return [n.data for n in names.data] if isinstance(names, ArrayAttr) else []  # type: ignore[union-attr]
+def _quantize_inputs(module: ModuleOp, asymmetric: bool) -> None:
+    """The model's calibrated float inputs become INT8 (the argument and `top.input`)."""
+    for op in input_ops(module):
+        result = op.results[0]
+        calibration = calibration_of(result.type)
+        if calibration is None:
+            raise LoweringError(f"input '{value_name(result)}' has no calibrated range; quant_input needs one")
+        qparams = activation_qparams(calibration.threshold, calibration.min, calibration.max, asymmetric)
+        quantized = quantized_type(result.type.get_shape(), qparams)  # type: ignore[attr-defined]
+        Rewriter.replace_value_with_new_type(op.operands[0], quantized)  # the block argument
+        Rewriter.replace_value_with_new_type(result, quantized)
+    sync_function_type(main_func(module))
+
+
+def _cast_outputs(module: ModuleOp, quant_output: bool) -> None:
+    """Every output back in f32 (`{name}_f32`), INT8 ones kept with `quant_output`."""
+    ret = main_func(module).body.block.last_op
+    assert ret is not None
+    for i, value in enumerate(list(ret.operands)):
+        t = value.type
+        if not isinstance(t, TensorType):
+            continue
+        qparams = qparams_of(t)
+        if qparams is not None and quant_output:
+            continue
+        if qparams is None and (not is_float_tensor(t) or numpy_dtype(t.element_type) == np.float32):
+            continue
+        attributes = {"names": ArrayAttr([StringAttr(f"{value_name(value, f'output{i}')}_f32")])}
+        if qparams is not None:
+            from tpu_xdsl.dialects.attr_values import from_py
+
+            attributes["scale"] = from_py(qparams.scale)
+            if qparams.zero_point:
+                attributes["zero_point"] = from_py(qparams.zero_point)
+        cast = op_class("tpu.cast").build(
+            operands=[value],
+            result_types=[TensorType(element_type(np.float32), t.get_shape())],
+            attributes=attributes,
+        )
+        Rewriter.insert_op(cast, InsertPoint.before(ret))
+        ret.operands[i] = cast.results[0]
+
+
+def report_fallbacks(fallbacks: list[Fallback]) -> list[str]:
+    """One line per mode and reason: which ops fell back from INT8."""
+    groups: dict[tuple[str, str], list[Fallback]] = {}
+    for f in fallbacks:
+        groups.setdefault((f.mode, f.reason), []).append(f)
+    lines = []
+    for (mode, reason), items in groups.items():
+        shown = ", ".join(f"{f.name} ({f.op})" for f in items[:4])
+        more = f" and {len(items) - 4} more" if len(items) > 4 else ""
+        lines.append(f"{len(items)} op(s) run in {mode} instead of INT8 ({reason}): {shown}{more}")
+    return lines
 
 
 @dataclass(frozen=True)
 class LowerTopToTpuPass(ModulePass):
-    """Rewrite every TOP op of @main into the TPU op of the same name in `mode`."""
+    """Rewrite every TOP op of @main into its TPU op in `mode` (F32, F16, BF16, INT8) for `chip`."""
 
     name = "lower-top-to-tpu"
 
     mode: str = "F32"
     chip: str = "bm1684x"
     asymmetric: bool = False
+    qtable: str = ""
+    quant_input: bool = False
+    quant_output: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        chip = chip_config(self.chip)
-        mode = check_mode(chip, self.mode)
-        if mode == "INT8":
-            raise LoweringError(
-                "INT8 lowering is not implemented yet; use --quantize F32, F16 or BF16"
-            )
-        _FloatLowering(op, _storage_dtype(mode)).run()
-        from tpu_xdsl.transforms.top_dce import TopDce
-
-        TopDce().apply(ctx, op)  # the f32 weights that were converted
-        op.attributes["module.state"] = StringAttr("TPU_LOWERED")
-        op.attributes["module.chip"] = StringAttr(chip.name)
-        op.attributes["module.mode"] = StringAttr(mode)
-
-
-class _FloatLowering:
-    def __init__(self, module: ModuleOp, dtype: np.dtype):
-        self.module = module
-        self.dtype = dtype
-        self.float_type = element_type(dtype)
-        self.converted_weights: dict[tuple[str, str], SSAValue] = {}
-
-    def tensor_type(self, t: Attribute, where: str) -> Attribute:
-        if not isinstance(t, TensorType):
-            return t
-        dtype = numpy_dtype(t.element_type)
-        if dtype == np.float32:
-            return TensorType(self.float_type, t.get_shape())
-        if str(dtype) not in _TPU_ELEMENTS:
-            raise LoweringError(
-                f"{where} holds {t.element_type} tensors, which TPU ops cannot hold; "
-                "such ops (indices, masks, integer math) do not lower yet"
-            )
-        return t
-
-    def value_for(self, value: SSAValue, anchor: Operation) -> SSAValue:
-        """The operand a TPU op reads: weights converted to the storage type."""
-        owner = value.owner
-        if not isinstance(owner, Operation) or owner.name != "top.weight":
-            return value
-        t = value.type
-        assert isinstance(t, TensorType)
-        if numpy_dtype(t.element_type) != np.float32 or self.dtype == np.float32:
-            return value
-        name = weight_name(owner)
-        key = (name, str(self.dtype))
-        if key not in self.converted_weights:
-            array = np.asarray(weights_of(self.module)[name]).astype(self.dtype)
-            self.converted_weights[key] = create_weight(
-                self.module, f"{name}_{self.dtype}", array, insert_before=owner.next_op or owner
-            )
-        return self.converted_weights[key]
-
-    def cast(self, value: SSAValue, to: Attribute, name: str, before: Operation) -> SSAValue:
-        op = op_class("tpu.cast").build(
-            operands=[value],
-            result_types=[to],
-            attributes={"names": ArrayAttr([StringAttr(name)])},
+        fallbacks = lower_top_to_tpu(
+            op, self.mode, self.chip, self.asymmetric, self.qtable or None, self.quant_input, self.quant_output
         )
-        Rewriter.insert_op(op, InsertPoint.before(before))
-        return op.results[0]
+        for line in report_fallbacks(fallbacks):
+            print(f"note: {line}", file=sys.stderr)
 
-    def run(self) -> None:
-        main = next(
-            o for o in self.module.ops if isinstance(o, func.FuncOp) and o.sym_name.data == "main"
-        )
-        block = main.body.block
-        for op in list(block.ops):
-            if op.name in _KEEP or not op.name.startswith("top."):
-                continue
-            self.lower(op)
-        if self.dtype != np.float32:
-            self.cast_boundaries(block)
-
-    def lower(self, op: Operation) -> None:
-        names = _names(op)
-        where = f"'{op.name}' ({', '.join(names) or 'unnamed'})"
-        op_def = op.get_irdl_definition()  # type: ignore[attr-defined]
-        operands: list[SSAValue | list[SSAValue]] = []
-        for field_name, field_def in op_def.operands:
-            current = getattr(op, field_name)
-            if isinstance(field_def, VarOperandDef):
-                operands.append([self.value_for(v, op) for v in current])
-            else:
-                operands.append(self.value_for(current, op))
-        result_types: list[Attribute | list[Attribute]] = []
-        index = 0
-        for _, field_def in op_def.results:
-            if isinstance(field_def, VarResultDef):
-                count = len(op.results) - (len(op_def.results) - 1)
-                result_types.append(
-                    [self.tensor_type(r.type, where) for r in op.results[index : index + count]]
-                )
-                index += count
-            else:
-                result_types.append(self.tensor_type(op.results[index].type, where))
-                index += 1
-        target = f"tpu.{op.name.split('.', 1)[1]}"
-        try:
-            cls = op_class(target)
-        except KeyError:
-            raise LoweringError(f"{where} has no TPU counterpart") from None
-        new = cls.build(
-            operands=operands,
-            result_types=result_types,
-            attributes=dict(op.attributes),
-            properties=dict(op.properties),
-        )
-        Rewriter.replace_op(op, new)
-
-    def cast_boundaries(self, block) -> None:
-        """Inputs in the storage type before their first use; outputs back to f32."""
-        for op in list(block.ops):
-            if op.name != "top.input":
-                continue
-            value = op.results[0]
-            t = value.type
-            if not isinstance(t, TensorType) or numpy_dtype(t.element_type) != np.float32:
-                continue
-            users = [u.operation for u in value.uses if u.operation.name.startswith("tpu.")]
-            if not users:
-                continue
-            name = f"{_names(op)[0] if _names(op) else 'input'}_{self.dtype}"
-            cast = self.cast(value, TensorType(self.float_type, t.get_shape()), name, op.next_op)
-            for use in list(value.uses):
-                if use.operation.name.startswith("tpu.") and use.operation is not cast.owner:
-                    use.operation.operands[use.index] = cast
-        ret = block.last_op
-        assert ret is not None
-        for i, value in enumerate(list(ret.operands)):
-            t = value.type
-            if isinstance(t, TensorType) and t.element_type == self.float_type:
-                owner = value.owner
-                base = _names(owner)[0] if isinstance(owner, Operation) and _names(owner) else f"output{i}"
-                ret.operands[i] = self.cast(value, TensorType(element_type(np.float32), t.get_shape()), f"{base}_f32", ret)

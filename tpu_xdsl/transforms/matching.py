@@ -8,7 +8,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, TensorType
+from xdsl.dialects import func
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    FunctionType,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+)
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
 
@@ -147,3 +154,13 @@ def replace_with(rewriter: PatternRewriter, op: Operation, new_op: Operation) ->
     producers = [v.owner for v in op.operands if isinstance(v.owner, Operation)]
     rewriter.replace(op, new_op)
     erase_unused(rewriter, producers)
+
+
+def sync_function_type(main: func.FuncOp) -> None:
+    """@main's type takes the types of its arguments and of the values it returns
+    (after a pass changed them)."""
+    ret = main.body.block.last_op
+    assert isinstance(ret, Operation)
+    main.function_type = FunctionType.from_lists(
+        [a.type for a in main.body.block.args], [v.type for v in ret.operands]
+    )

@@ -1,0 +1,92 @@
+"""The float pattern family: any TOP op as the TPU op of the same name in F32, F16 or BF16.
+
+The same computation in the storage type: operands arrive in it (weights
+converted into new weight entries, INT8 values dequantized by a `tpu.cast`),
+float results take it (keeping their calibrated range), attributes are kept.
+It also lowers the ops an INT8 pattern declined, in the chip's most precise
+float mode, and the context records that fallback.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.irdl import VarOperandDef, VarResultDef
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
+
+from tpu_xdsl.dialects import op_class
+from tpu_xdsl.interp.dtypes import element_type, numpy_dtype
+from tpu_xdsl.transforms.lowering.context import (
+    LoweringContext,
+    LoweringError,
+    describe,
+    is_float_tensor,
+    storage_dtype,
+)
+
+# Element types TPU tensors may hold.
+_TPU_ELEMENTS = {"float32", "float16", "bfloat16", "int8", "uint8", "int16", "int32"}
+
+
+def tpu_class(op: Operation) -> type[Operation]:
+    target = f"tpu.{op.name.split('.', 1)[1]}"
+    try:
+        return op_class(target)
+    except KeyError:
+        raise LoweringError(f"{describe(op)} has no TPU counterpart") from None
+
+
+class FloatOpLowering(RewritePattern):
+    """TOP op -> TPU op in the op's float mode (the module's, the quantize table's, or
+    the fallback mode of an op INT8 cannot run)."""
+
+    def __init__(self, ctx: LoweringContext):
+        self.ctx = ctx
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        dtype = storage_dtype(self.ctx.float_mode_of(op))
+        op_def = op.get_irdl_definition()  # type: ignore[attr-defined]
+        operands: list[SSAValue | list[SSAValue]] = []
+        for field_name, field_def in op_def.operands:
+            current = getattr(op, field_name)
+            if isinstance(field_def, VarOperandDef):
+                operands.append([self.operand(v, dtype) for v in current])
+            else:
+                operands.append(self.operand(current, dtype))
+        result_types: list[Attribute | list[Attribute]] = []
+        index = 0
+        for _, field_def in op_def.results:
+            if isinstance(field_def, VarResultDef):
+                count = len(op.results) - (len(op_def.results) - 1)
+                result_types.append([self.result_type(r.type, dtype, op) for r in op.results[index : index + count]])
+                index += count
+            else:
+                result_types.append(self.result_type(op.results[index].type, dtype, op))
+                index += 1
+        new = tpu_class(op).build(
+            operands=operands,
+            result_types=result_types,
+            attributes=dict(op.attributes),
+            properties=dict(op.properties),
+        )
+        rewriter.replace(op, new)
+
+    def operand(self, value: SSAValue, dtype: np.dtype) -> SSAValue:
+        owner = value.owner
+        if isinstance(owner, Operation) and owner.name == "top.weight":
+            return self.ctx.float_weight(value, dtype)
+        return self.ctx.as_float(value, dtype)
+
+    @staticmethod
+    def result_type(t: Attribute, dtype: np.dtype, op: Operation) -> Attribute:
+        if not isinstance(t, TensorType):
+            return t
+        if is_float_tensor(t):
+            return TensorType(element_type(dtype), t.get_shape(), t.encoding)
+        if str(numpy_dtype(t.element_type)) not in _TPU_ELEMENTS:
+            raise LoweringError(
+                f"{describe(op)} holds {t.element_type} tensors, which TPU ops cannot hold; "
+                "such ops (indices, masks, integer math) do not lower yet"
+            )
+        return t

@@ -1,0 +1,127 @@
+"""INT8 pattern families of elementwise ops: rescaled add/sub/mul, and lookup tables.
+
+- add, sub of two tensors: each input rescaled to the output scale by its own
+  multiplier over one shared right shift; mul: one multiplier for the
+  product of the two scales. A constant operand that is not a scalar is
+  quantized per tensor (int8, max|c| / 127).
+- Every function of one INT8 input (activations, unary math, and add, sub,
+  mul, div, pow, max, min with a scalar constant) is a 256-entry table: for
+  each input code, the TOP kernel of the op applied to its real value,
+  quantized to the output. The chip looks the table up per element, so any
+  such function costs the same and is exact to the output's quantization.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from xdsl.ir import Operation, SSAValue
+from xdsl.rewriter import Rewriter
+
+from tpu_xdsl.dialects.attr_values import op_attrs
+from tpu_xdsl.dialects.quant_types import qparams_of, quantized_type
+from tpu_xdsl.interp.kernels import ResultSpec, load_all
+from tpu_xdsl.quant import QParams, quantize_multipliers, weight_scales
+from tpu_xdsl.transforms.lowering.context import value_name
+from tpu_xdsl.transforms.lowering.int8_common import (
+    Int8Pattern,
+    build_tpu,
+    per_channel_multipliers,
+    requant_attrs,
+    zero_point_attrs,
+)
+from tpu_xdsl.transforms.matching import shape
+
+UNARY_LUT_KINDS = (
+    "relu", "leaky_relu", "clip", "elu", "sigmoid", "silu", "hard_sigmoid", "hard_swish", "tanh",
+    "softplus", "mish", "gelu", "exp", "log", "sqrt", "rsqrt", "reciprocal", "abs", "neg", "erf",
+    "sin", "cos", "sign", "floor", "ceil", "round",
+)
+# Binary ops that are a function of one tensor when the other operand is a scalar constant.
+BINARY_LUT_KINDS = ("add", "sub", "mul", "div", "pow", "max", "min")
+
+
+def scalar_operand(ctx, op: Operation) -> tuple[int, np.ndarray] | None:
+    """(index of the tensor operand, the scalar) when one operand of a binary op is a
+    constant with one element and the result has the other operand's shape."""
+    lhs, rhs = op.operands
+    for index, (tensor, other) in enumerate(((lhs, rhs), (rhs, lhs))):
+        constant = ctx.weight_array(other)
+        if constant is not None and constant.size == 1 and shape(tensor) == shape(op.results[0]):
+            return index, constant.reshape(())
+    return None
+
+
+class LutInt8(Int8Pattern):
+    """A function of one INT8 tensor -> tpu.lut with a 256-entry table of the output type."""
+
+    kinds = UNARY_LUT_KINDS + BINARY_LUT_KINDS
+
+    def lower(self, op: Operation) -> Operation | None:
+        kind = op.name.split(".", 1)[1]
+        if kind in BINARY_LUT_KINDS:
+            found = scalar_operand(self.ctx, op)
+            if found is None:
+                if kind not in EltwiseInt8.kinds:
+                    self.ctx.decline(op, f"{kind} of two tensors has no INT8 kernel")
+                return None  # two tensors: EltwiseInt8 lowers add, sub and mul
+            index, constant = found
+            tensor = op.operands[index]
+        else:
+            index, constant, tensor = 0, None, op.operands[0]
+        x = self.ctx.as_int8(tensor, op)
+        si = qparams_of(x.type)
+        assert si is not None
+        so = self.ctx.output_qparams(op)
+        table = lookup_table(kind, op_attrs(op), si, so, index, constant)
+        table_value = self.ctx.add_weight(f"{value_name(op.results[0], kind)}_lut", table, op)
+        from tpu_xdsl.dialects import op_class
+
+        return op_class("tpu.lut").build(
+            operands=[x, table_value],
+            result_types=[quantized_type(shape(op.results[0]), so)],
+            attributes={"names": op.attributes["names"]} if "names" in op.attributes else {},
+        )
+
+
+def lookup_table(
+    kind: str, attrs: dict, si: QParams, so: QParams, index: int = 0, constant: np.ndarray | None = None
+) -> np.ndarray:
+    """The table of `kind` for input quantization `si` and output `so`: entry b is the
+    output code of the input code whose byte is b."""
+    codes = np.arange(256, dtype=np.uint8).view(si.dtype)
+    real = si.dequantize(codes)
+    inputs = [real] if constant is None else ([real, constant] if index == 0 else [constant, real])
+    inputs = [np.asarray(v, dtype=np.float32) for v in inputs]
+    (values,) = load_all()[kind](inputs, attrs, [ResultSpec((256,), np.dtype(np.float32))])
+    return so.quantize(np.asarray(values, dtype=np.float64))
+
+
+class EltwiseInt8(Int8Pattern):
+    """add, sub, mul of two tensors -> INT8 tpu.add/sub/mul with rescaling multipliers."""
+
+    kinds = ("add", "sub", "mul")
+
+    def lower(self, op: Operation) -> Operation | None:
+        operands = [self.operand(v, op) for v in op.operands]
+        params = [qparams_of(v.type) for v in operands]
+        assert all(p is not None for p in params)
+        sa, sb = params  # type: ignore[misc]
+        so = self.ctx.output_qparams(op)
+        if op.name == "top.mul":
+            multipliers, rshifts = per_channel_multipliers([sa.scale * sb.scale / so.scale])
+        else:
+            sign = -1.0 if op.name == "top.sub" else 1.0
+            multipliers, shift = quantize_multipliers([sa.scale / so.scale, sign * sb.scale / so.scale])
+            rshifts = [shift]
+        extra = {**requant_attrs(multipliers, rshifts), **zero_point_attrs([sa, sb], so)}  # type: ignore[list-item]
+        return build_tpu(op, operands, [quantized_type(shape(op.results[0]), so)], extra)
+
+    def operand(self, value: SSAValue, op: Operation) -> SSAValue:
+        constant = self.ctx.weight_array(value)
+        if constant is None:
+            return self.ctx.as_int8(value, op)
+        (scale,) = weight_scales(constant, None)
+        qparams = QParams(scale, 0, np.int8)
+        q = np.maximum(qparams.quantize(constant), -127).astype(np.int8)
+        weight = self.ctx.add_weight(f"{value_name(value)}_int8", q, op)
+        return Rewriter.replace_value_with_new_type(weight, quantized_type(shape(value), qparams))
