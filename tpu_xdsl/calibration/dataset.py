@@ -68,7 +68,8 @@ class Dataset:
         paths = [p for p in files if usable(p)]
         if not paths:
             raise DatasetError(
-                f"{source}: none of its {len(entries)} entries is usable; put {KINDS} in it"
+                f"{source}: none of its {len(entries)} entries is usable (hidden files, subfolders and "
+                f"other suffixes are skipped); put {KINDS} in it"
             )
         return Dataset(tuple(paths[:input_num]), source)
 
@@ -153,7 +154,7 @@ class SampleLoader:
             given = load_inputs(str(path), self.module, self.preprocess)
             arranged = arrange_inputs(self.module, given)
         except InputMismatchError as e:
-            raise DatasetError(f"{path}: {e}; give samples shaped like the model inputs") from e
+            raise DatasetError(f"{path}: {e}; give samples with the model inputs' shapes and dtypes") from e
         except TpuXdslError as e:
             message = str(e)
             raise DatasetError(message if message.startswith(str(path)) else f"{path}: {message}") from e

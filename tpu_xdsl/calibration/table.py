@@ -96,9 +96,12 @@ def read_table(path: str | Path) -> CalibrationTable:
         text = path.read_text()
     except (OSError, UnicodeDecodeError) as e:
         reason = e.strerror if isinstance(e, OSError) else "not a text file"
-        raise CalibrationTableError(f"{path}: cannot read the calibration table: {reason}") from e
+        raise CalibrationTableError(
+            f"{path}: cannot read the calibration table: {reason}; give the table tpu-xdsl calibrate wrote"
+        ) from e
     table = CalibrationTable(rows=[], generated="")
     seen: dict[str, int] = {}
+    fix = "fix the line or make the table again with tpu-xdsl calibrate"
     for number, line in enumerate(text.splitlines(), start=1):
         stripped = line.strip()
         if stripped.startswith("#"):
@@ -110,27 +113,29 @@ def read_table(path: str | Path) -> CalibrationTable:
         fields = stripped.split()
         if len(fields) != 4:
             raise CalibrationTableError(
-                f"{where}: expected 'name threshold min max', got {len(fields)} field(s): {stripped[:60]!r}"
+                f"{where}: expected 'name threshold min max', got {len(fields)} field(s): {stripped[:60]!r}; {fix}"
             )
         name = fields[0]
         try:
             threshold, low, high = (float(v) for v in fields[1:])
         except ValueError:
             raise CalibrationTableError(
-                f"{where}: threshold, min and max of '{name}' must be numbers: {stripped[:60]!r}"
+                f"{where}: threshold, min and max of '{name}' must be numbers: {stripped[:60]!r}; {fix}"
             ) from None
         if not all(math.isfinite(v) for v in (threshold, low, high)):
-            raise CalibrationTableError(f"{where}: '{name}' has a non-finite value: {stripped[:60]!r}")
+            raise CalibrationTableError(f"{where}: '{name}' has a non-finite value: {stripped[:60]!r}; {fix}")
         if threshold <= 0:
-            raise CalibrationTableError(f"{where}: '{name}' has threshold {threshold}; it must be positive")
+            raise CalibrationTableError(f"{where}: '{name}' has threshold {threshold}; it must be positive; {fix}")
         if low > high:
-            raise CalibrationTableError(f"{where}: '{name}' has min {low} above max {high}")
+            raise CalibrationTableError(f"{where}: '{name}' has min {low} above max {high}; {fix}")
         if name in seen:
-            raise CalibrationTableError(f"{where}: '{name}' is listed twice (first on line {seen[name]})")
+            raise CalibrationTableError(f"{where}: '{name}' is listed twice (first on line {seen[name]}); {fix}")
         seen[name] = number
         table.rows.append(TableRow(name, threshold, low, high))
     if not table.rows:
-        raise CalibrationTableError(f"{path}: no tensor rows; is this a calibration table?")
+        raise CalibrationTableError(
+            f"{path}: no tensor rows; is this a calibration table? give the table tpu-xdsl calibrate wrote"
+        )
     return table
 
 

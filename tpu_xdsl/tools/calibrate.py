@@ -75,6 +75,22 @@ def check_args(args: argparse.Namespace) -> None:
         raise CalibrateUsageError(f"-o {args.output}: is a folder; name the table file to write")
     if not output.parent.is_dir():
         raise CalibrateUsageError(f"-o {args.output}: folder {output.parent} does not exist")
+    if output.resolve() == Path(args.model).resolve():
+        raise CalibrateUsageError(f"-o {args.output}: would overwrite the model; name the table {output.stem}_cali_table")
+
+
+def read_top_module(path: str):
+    """The TOP module at `path`; a missing or binary file is a one-line error."""
+    from tpu_xdsl.ir_io import read_module
+
+    if not Path(path).is_file():
+        raise CalibrateUsageError(f"{path}: no such file; give the TOP .mlir that tpu-xdsl transform wrote")
+    try:
+        return read_module(path)
+    except UnicodeDecodeError:
+        raise CalibrateUsageError(
+            f"{path}: not a text .mlir file; give the TOP .mlir that tpu-xdsl transform wrote, not the .onnx"
+        ) from None
 
 
 def check_top_module(module, path: str) -> None:
@@ -111,10 +127,9 @@ def run(args: argparse.Namespace) -> int:
     from tpu_xdsl.calibration.dataset import Dataset
     from tpu_xdsl.calibration.table import write_table
     from tpu_xdsl.interp.runner import main_func
-    from tpu_xdsl.ir_io import read_module
 
     check_args(args)
-    module = read_module(args.model)
+    module = read_top_module(args.model)
     check_top_module(module, args.model)
     main_func(module)
     if args.dataset is not None:

@@ -56,17 +56,67 @@ def _needs_int8(mode: str, qtable: str | None) -> bool:
     return any(line.split("#", 1)[0].split()[1:2] == ["INT8"] for line in lines if line.split("#", 1)[0].split())
 
 
-def deploy(args: argparse.Namespace) -> int:
+def _read_top_module(path: str):
+    """The TOP module at `path`; a missing or binary file is a one-line error."""
+    from tpu_xdsl.ir_io import read_module
+    from tpu_xdsl.tools.tpu_xdsl import UsageError
+
+    if not Path(path).is_file():
+        raise UsageError(f"{path}: no such file; give the TOP .mlir that tpu-xdsl transform wrote")
+    try:
+        return read_module(path)
+    except UnicodeDecodeError:
+        raise UsageError(
+            f"{path}: not a text .mlir file; give the TOP .mlir that tpu-xdsl transform wrote, not the .onnx"
+        ) from None
+
+
+def _read_reference(path: str, tensor_names: set[str]) -> dict:
+    """The TOP tensors of `transform --test-result`; they must name tensors of this module."""
     import numpy as np
 
+    from tpu_xdsl.tools.tpu_xdsl import UsageError
+
+    what = "give the .npz that 'tpu-xdsl transform --test-result' wrote for this model"
+    if not Path(path).is_file():
+        raise UsageError(f"--test-reference {path}: no such file; {what}")
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            reference = {k: npz[k] for k in npz.files}
+    except (OSError, ValueError) as e:
+        raise UsageError(f"--test-reference {path}: cannot read reference tensors ({e}); {what}") from e
+    if not set(reference) & tensor_names:
+        shown = ", ".join(sorted(reference)[:3]) or "none"
+        raise UsageError(
+            f"--test-reference {path}: none of its {len(reference)} tensor(s) ({shown}) is a tensor of the module; {what}"
+        )
+    return reference
+
+
+def deploy(args: argparse.Namespace) -> int:
     from tpu_xdsl.calibration.table import read_table
     from tpu_xdsl.device.chip import check_mode, chip_config
     from tpu_xdsl.interp.compare import Tolerance, compare_all, format_table, summarize
-    from tpu_xdsl.interp.runner import ModuleRunner, TensorCapture, arrange_inputs, input_names, real_values
-    from tpu_xdsl.ir_io import read_module
+    from tpu_xdsl.interp.runner import (
+        InputMismatchError,
+        ModuleRunner,
+        TensorCapture,
+        arrange_inputs,
+        input_names,
+        main_func,
+        real_values,
+        tensor_names,
+    )
     from tpu_xdsl.tools.tpu_xdsl import UsageError, load_inputs, save_module
-    from tpu_xdsl.transforms.import_calibration import CALIBRATED_STATE, import_calibration
-    from tpu_xdsl.transforms.lower_top_to_tpu import lower_top_to_tpu, report_fallbacks
+    from tpu_xdsl.transforms.import_calibration import (
+        CALIBRATED_STATE,
+        import_calibration,
+    )
+    from tpu_xdsl.transforms.lower_top_to_tpu import (
+        LoweringError,
+        lower_top_to_tpu,
+        report_fallbacks,
+    )
     from tpu_xdsl.weights import attach_weights, weights_of
 
     chip = chip_config(args.chip)
@@ -77,15 +127,24 @@ def deploy(args: argparse.Namespace) -> int:
         raise UsageError(f"-o {args.output}: the TPU module is written as .mlir; name it {output.stem}.mlir")
     if not output.parent.is_dir():
         raise UsageError(f"-o {args.output}: folder {output.parent} does not exist")
+    if output.resolve() == Path(args.model).resolve():
+        raise UsageError(f"-o {args.output}: would overwrite the TOP module deploy reads; name it {output.stem}_{mode.lower()}.mlir")
     if bool(args.test_input) != bool(args.test_reference):
         raise UsageError("--test-input and --test-reference go together: give both or neither")
-    module = read_module(args.model)
+    int8 = _needs_int8(mode, args.quantize_table)
+    for flag, given in (("--quant-input", args.quant_input), ("--quant-output", args.quant_output)):
+        if given and not int8:
+            raise UsageError(
+                f"{flag} keeps INT8 tensors at the model's boundary and --quantize {mode} has none; "
+                f"drop {flag} or deploy with --quantize INT8"
+            )
+    module = _read_top_module(args.model)
     state = module.attributes.get("module.state")
     if state is None or not str(state).strip('"').startswith("TOP"):
         raise TpuXdslError(f"{args.model}: module.state is {state}; deploy takes a TOP module from transform")
     calibrated = str(state).strip('"') == CALIBRATED_STATE
     table = read_table(args.calibration_table) if args.calibration_table else None
-    if table is None and not calibrated and _needs_int8(mode, args.quantize_table):
+    if table is None and not calibrated and int8:
         stem = Path(args.model).stem
         raise UsageError(
             f"INT8 needs a calibration table: give --calibration-table {stem}_cali_table, made by "
@@ -96,19 +155,36 @@ def deploy(args: argparse.Namespace) -> int:
     reference = None
     feeds = None
     if args.test_input:
-        feeds = dict(zip(input_names(module), arrange_inputs(module, load_inputs(args.test_input, module))))
         try:
-            with np.load(args.test_reference, allow_pickle=False) as npz:
-                reference = {k: npz[k] for k in npz.files}
-        except (OSError, ValueError) as e:
-            raise UsageError(f"{args.test_reference}: cannot read reference tensors ({e})") from e
+            feeds = dict(zip(input_names(module), arrange_inputs(module, load_inputs(args.test_input, module))))
+        except InputMismatchError as e:
+            raise UsageError(f"--test-input {args.test_input}: {e}; give the input the TOP module was checked on") from e
+        names = {n for op in main_func(module).body.block.ops for n in tensor_names(op)}
+        reference = _read_reference(args.test_reference, names)
+    imported = None
     if table is not None:
         imported = import_calibration(module, table, args.calibration_table)
-        for line in imported.warnings(args.calibration_table):
-            print(f"tpu-xdsl: warning: {line}", file=sys.stderr)
-    fallbacks = lower_top_to_tpu(
-        module, mode, chip.name, args.asymmetric, args.quantize_table, args.quant_input, args.quant_output
-    )
+        missing_inputs = [n for n in input_names(module) if n in imported.missing]
+        if args.quant_input and missing_inputs:
+            raise UsageError(
+                f"--quant-input: calibration table {args.calibration_table} has no row for input "
+                f"'{missing_inputs[0]}'; use the table tpu-xdsl calibrate made for this model"
+            )
+    try:
+        fallbacks = lower_top_to_tpu(
+            module, mode, chip.name, args.asymmetric, args.quantize_table, args.quant_input, args.quant_output
+        )
+    except LoweringError as e:
+        if imported is None or not (imported.missing and imported.unused):
+            raise
+        # Tensors without a row and rows naming no tensor: most likely another model's table.
+        raise LoweringError(
+            f"{e} (calibration table {args.calibration_table} also has {len(imported.unused)} row(s) naming "
+            f"no tensor of this module, e.g. '{imported.unused[0]}': was it made for another model?)"
+        ) from e
+    # Warnings only once lowering succeeded: on an error the user sees one line that says it all.
+    for line in imported.warnings(args.calibration_table) if imported else []:
+        print(f"tpu-xdsl: warning: {line}", file=sys.stderr)
     for line in report_fallbacks(fallbacks):
         print(f"note: {line}")
     save_module(module, output, dict(weights_of(module)))

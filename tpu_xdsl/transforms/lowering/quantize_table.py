@@ -46,20 +46,24 @@ def read_quantize_table(path: str | Path, op_names: Iterable[str], chip: ChipCon
         where = f"{path}:{number}"
         fields = content.split()
         if len(fields) != 2:
-            raise QuantizeTableError(f"{where}: expected 'op_name MODE', got {content[:60]!r}")
+            raise QuantizeTableError(
+                f"{where}: expected 'op_name MODE', got {content[:60]!r}; write one op name and one mode per line"
+            )
         name, mode = fields[0], fields[1].upper()
         if mode not in MODES:
             raise QuantizeTableError(f"{where}: unknown mode '{fields[1]}' for '{name}'; choose one of {', '.join(MODES)}")
         if not chip.supports(mode):
             raise QuantizeTableError(
-                f"{where}: chip {chip.name} has no {mode} mode (it computes in {', '.join(chip.modes)})"
+                f"{where}: chip {chip.name} has no {mode} mode for '{name}'; use one of {', '.join(chip.modes)}"
             )
         if name not in known:
             close = difflib.get_close_matches(name, known, n=1)
             hint = f"; did you mean '{close[0]}'?" if close else "; names are the op's output tensor names in the .mlir"
             raise QuantizeTableError(f"{where}: the module has no op named '{name}'{hint}")
         if name in table:
-            raise QuantizeTableError(f"{where}: '{name}' is listed twice (first on line {lines[name]})")
+            raise QuantizeTableError(
+                f"{where}: '{name}' is listed twice (first on line {lines[name]}); keep one line per op"
+            )
         table[name] = mode
         lines[name] = number
     return table
