@@ -5,10 +5,14 @@
   `multiplier`/`rshift`).
 - `requantize`: int32 accumulators to int8/uint8 with a defined rounding mode
   and saturation, in int64 numpy arithmetic (elementwise: no integer matmul).
-- `int8_matmul` / `int8_conv_gemm`: exact int8 x int8 -> int32 products through
-  float64 BLAS: every partial sum of int8 products is an integer below 2^53, so
-  float64 GEMM is exact (DESIGN.md section 8); numpy integer matmul is 60-100x
-  slower.
+- `int8_matmul`: exact int8 x int8 -> int32 products through float BLAS:
+  every partial sum of integer products is an integer, exact in float32 below
+  2^24 and in float64 below 2^53 (DESIGN.md section 8); numpy integer matmul
+  is 60-100x slower.
+- `QParams` / `ChannelQParams`: how a tensor is quantized (one scale and zero
+  point, or one scale per channel), and `activation_qparams` /
+  `channel_qparams`, which choose them from calibrated ranges; weight and bias
+  quantization.
 """
 
 from __future__ import annotations
@@ -51,34 +55,48 @@ def quantize_multiplier(scale: float, bits: int = 31) -> tuple[int, int]:
 
 
 def rounding_shift(values: np.ndarray, rshift: np.ndarray | int, mode: str = "half_away_from_zero") -> np.ndarray:
-    """values / 2^rshift rounded by `mode`, on int64 arrays (rshift per element or scalar)."""
+    """values / 2^rshift rounded by `mode`, on int64 arrays (rshift per element or scalar, 0..63).
+
+    The floor q = values >> rshift goes up by one where the remainder
+    r = values & (2^rshift - 1) passes the mode's threshold (for half away from
+    zero this is gemmlowp's RoundingDivideByPOT): bit operations and small
+    integers only, so nothing overflows and every int64 value rounds exactly.
+    """
     if mode not in ROUND_MODES:
         raise ValueError(f"round mode '{mode}': choose one of {', '.join(ROUND_MODES)}")
     v = np.asarray(values, dtype=np.int64)
     shift = np.asarray(rshift, dtype=np.int64)
-    if np.all(shift == 0):
+    if not shift.any():
         return v
-    floor = v >> shift  # arithmetic shift: floor division by 2^shift
-    remainder = v - (floor << shift)  # in [0, 2^shift)
-    half = np.where(shift > 0, np.left_shift(np.int64(1), np.maximum(shift - 1, 0)), 0)
+    mask = ~(np.int64(-1) << shift)  # 2^shift - 1, also for shift 63
+    if mode == "toward_zero":  # negatives get 2^shift - 1 added: cannot overflow
+        return (v + ((v >> 63) & mask)) >> shift
+    floor = v >> shift
+    if mode == "down":
+        return floor
+    below_half = mask >> 1  # 2^(shift-1) - 1; 0 for shift 0, which leaves no remainder
     match mode:
-        case "down":
-            return floor
-        case "toward_zero":
-            return np.where((v < 0) & (remainder != 0), floor + 1, floor)
         case "half_up":
-            return np.where((remainder >= half) & (shift > 0), floor + 1, floor)
-        case "half_away_from_zero":
-            up = (remainder > half) | ((remainder == half) & (v >= 0))
-            return np.where(up & (shift > 0), floor + 1, floor)
-        case _:  # half_to_even
-            up = (remainder > half) | ((remainder == half) & (floor % 2 == 1))
-            return np.where(up & (shift > 0), floor + 1, floor)
+            threshold = below_half
+        case "half_away_from_zero":  # the tie of a negative value stays down
+            threshold = below_half - (v >> 63)
+        case _:  # half_to_even: a tie goes up from an odd floor only
+            threshold = below_half + 1 - (floor & 1)
+    return floor + ((v & mask) > threshold)
 
 
 def saturate(values: np.ndarray, dtype: np.dtype | type) -> np.ndarray:
     info = np.iinfo(dtype)
-    return np.clip(values, info.min, info.max).astype(dtype)
+    if np.ndim(values) == 0:
+        return np.clip(values, info.min, info.max).astype(dtype)
+    out = np.empty(np.shape(values), dtype=dtype)
+    np.clip(values, info.min, info.max, out=out, casting="unsafe")  # in range: the cast is exact
+    return out
+
+
+# Requantization works on blocks of about this many elements: its int64 temporaries
+# stay in cache.
+REQUANT_BLOCK = 1 << 16
 
 
 def requantize(
@@ -93,25 +111,71 @@ def requantize(
     """sat(round(acc * multiplier / 2^rshift) + zero_point) per channel along `axis`.
 
     `multiplier` and `rshift` are scalars or one entry per channel of `axis`.
-    acc * multiplier fits int64 for |acc| < 2^31 and multiplier < 2^31 + 1.
+    acc * multiplier fits int64 for |acc| < 2^31 and multiplier < 2^31 + 1 (the
+    arithmetic is int64 as written: a larger product wraps).
     """
-    acc = np.asarray(acc, dtype=np.int64)
-    shape = [1] * acc.ndim
-    if np.ndim(multiplier) or np.ndim(rshift):
-        shape[axis] = -1
-    mult = np.asarray(multiplier, dtype=np.int64).reshape(shape if np.ndim(multiplier) else ())
-    shift = np.asarray(rshift, dtype=np.int64).reshape(shape if np.ndim(rshift) else ())
-    scaled = rounding_shift(acc * mult, np.broadcast_to(shift, acc.shape), round_mode)
-    return saturate(scaled + zero_point, out_dtype)
+    acc = np.asarray(acc)
+    out = np.empty(acc.shape, dtype=out_dtype)
+    if acc.size == 0:
+        return out
+    if acc.ndim == 0:
+        _requantize_block(acc, multiplier, rshift, zero_point, round_mode, out)
+        return out
+    mult = np.asarray(multiplier, dtype=np.int64)
+    shift = np.asarray(rshift, dtype=np.int64)
+    if not (mult.ndim or shift.ndim):
+        flat, flat_out = acc.reshape(-1), out.reshape(-1)
+        for i in range(0, flat.size, REQUANT_BLOCK):
+            block = slice(i, i + REQUANT_BLOCK)
+            _requantize_block(flat[block], mult, shift, zero_point, round_mode, flat_out[block])
+        return out
+    channels = acc.shape[axis]
+    inner = int(np.prod(acc.shape[axis + 1 :]))
+    mult, shift = mult.reshape(-1), shift.reshape(-1)
+    if {mult.size, shift.size} - {1, channels}:
+        raise ValueError(f"{mult.size} multipliers and {shift.size} shifts for {channels} channels")
+    if inner == 1:  # channels on the last axis: per-channel factors are one row
+        rows, rows_out = acc.reshape(-1, channels), out.reshape(-1, channels)
+        mult, shift = mult.reshape(1, -1), shift.reshape(1, -1)
+        step = max(1, REQUANT_BLOCK // channels)
+    else:  # one row of `inner` values per (outer index, channel)
+        rows, rows_out = acc.reshape(-1, inner), out.reshape(-1, inner)
+        outer = rows.shape[0] // channels
+        mult = np.tile(mult, outer * channels // mult.size).reshape(-1, 1)
+        shift = np.tile(shift, outer * channels // shift.size).reshape(-1, 1)
+        step = max(1, REQUANT_BLOCK // inner)
+    for r0 in range(0, rows.shape[0], step):
+        block = slice(r0, r0 + step)
+        m = mult if mult.shape[0] == 1 else mult[block]
+        s = shift if shift.shape[0] == 1 else shift[block]
+        _requantize_block(rows[block], m, s, zero_point, round_mode, rows_out[block])
+    return out
+
+
+def _requantize_block(
+    acc: np.ndarray, multiplier: np.ndarray | int, rshift: np.ndarray | int, zero_point: int,
+    round_mode: str, out: np.ndarray,
+) -> None:
+    """One block of `requantize`, written into `out`."""
+    scaled = rounding_shift(acc.astype(np.int64) * np.asarray(multiplier, dtype=np.int64), rshift, round_mode)
+    info = np.iinfo(out.dtype)
+    np.clip(scaled + zero_point, info.min, info.max, out=out, casting="unsafe")
 
 
 def int8_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Exact a @ b for integer inputs (int8/uint8/int16 values) as int32, via float64 BLAS."""
+    """Exact a @ b for integer inputs (int8/uint8/int16 values) as int32, via float BLAS:
+    float32 when every partial sum stays below 2^24, else float64."""
     k = a.shape[-1]
     if k > _EXACT_K_LIMIT:
         raise ValueError(f"reduction length {k} too long for exact float64 accumulation")
+    if k * _largest_magnitude(a) * _largest_magnitude(b) < 1 << 24:
+        return np.matmul(a.astype(np.float32), b.astype(np.float32)).astype(np.int32)
     product = np.matmul(a.astype(np.float64), b.astype(np.float64))
     return product.astype(np.int64).astype(np.int32)
+
+
+def _largest_magnitude(x: np.ndarray) -> int:
+    return max(abs(int(x.min())), abs(int(x.max()))) if x.size else 0
 
 
 def symmetric_scale(threshold: float, bits: int = 8) -> float:
@@ -255,3 +319,52 @@ def quantize_multipliers(scales: np.ndarray | list[float], bits: int = 31) -> tu
     _, rshift = quantize_multiplier(largest, bits)
     multipliers = [int(np.sign(v) * math.floor(abs(v) * 2.0**rshift + 0.5)) for v in values]
     return multipliers, rshift
+
+
+@dataclass(frozen=True, eq=False)
+class ChannelQParams:
+    """Symmetric quantization with one scale per channel of axis 1: real = q * scales[c].
+
+    The chip keeps channel c in lane c % npu_num, so per-channel factors cost
+    nothing: consumers fold them into their weights or per-channel multipliers.
+    """
+
+    scales: np.ndarray
+    dtype: np.dtype | type = np.int8
+    zero_point: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "scales", np.asarray(self.scales, dtype=np.float64).reshape(-1))
+        object.__setattr__(self, "dtype", np.dtype(self.dtype))
+
+    @property
+    def qmin(self) -> int:
+        return int(np.iinfo(self.dtype).min)
+
+    @property
+    def qmax(self) -> int:
+        return int(np.iinfo(self.dtype).max)
+
+    def shaped(self, ndim: int) -> np.ndarray:
+        """The scales shaped to broadcast along axis 1 of an `ndim`-d tensor."""
+        return self.scales.reshape([1, -1] + [1] * (ndim - 2))
+
+    def quantize(self, x: np.ndarray, round_mode: str = "half_away_from_zero") -> np.ndarray:
+        x = np.asarray(x)
+        return quantize_tensor(x, self.shaped(x.ndim), 0, self.dtype, round_mode)
+
+    def dequantize(self, q: np.ndarray) -> np.ndarray:
+        q = np.asarray(q)
+        return dequantize_tensor(q, self.shaped(q.ndim), 0)
+
+
+def channel_qparams(low: np.ndarray, high: np.ndarray, threshold: float) -> ChannelQParams:
+    """Per-channel symmetric quantization from per-channel calibrated ranges: channel c's
+    threshold T_c = max(|min_c|, |max_c|), at least `threshold` / 128 (so that no channel
+    is finer than 1/128 of the tensor's range, which bounds the weights folded with
+    it); S_c = T_c / 128 in int8, T_c / 256 in uint8 when no channel is ever negative."""
+    low, high = np.asarray(low, np.float64), np.asarray(high, np.float64)
+    channel = np.maximum(np.maximum(np.abs(low), np.abs(high)), threshold / 128)
+    if np.all(low >= 0):
+        return ChannelQParams(channel / 256, np.uint8)
+    return ChannelQParams(channel / 128, np.int8)

@@ -4,8 +4,12 @@ Loops run over kernel positions ("taps") only: each tap is one strided view of
 the padded input holding that tap's input pixel for every output pixel.
 
 - conv: im2col (one strided copy per tap) and one GEMM per image and group
-  in a batched matmul (a depthwise conv is C small GEMMs [M, K] @ [K, out]);
-  1x1 stride-1 convs are a GEMM on the input itself.
+  in a batched matmul; 1x1 stride-1 convs are a GEMM on the input itself;
+  2-d stride-1 convs with more output pixels than output channels one GEMM
+  per tap on shifted slices of the flattened input (`_shifted_gemm`); a
+  depthwise conv multiplies and adds one view per tap (flattened rows of
+  the input's stride phases in 2-d). `conv_sum` can cap how many products
+  one float sum takes (exact INT8 sums in float32, see kernels.int8).
 - deconv: one GEMM per group to [OCg*K, N*in], then col2im: each tap's
   slab is added into the output at a strided view.
 - max_pool / avg_pool: elementwise max / sum over the taps of one spatial dim
@@ -28,6 +32,8 @@ from tpu_xdsl.interp.kernels.activation import fused_relu
 
 # The largest im2col buffer (bytes); bigger convs run in blocks of output rows.
 _COLS_LIMIT = 64 << 20
+# Stride-1 2-d convs whose im2col columns would take more bytes run as shifted GEMMs.
+SHIFTED_GEMM_ABOVE = 8 << 20
 # Above this many taps along a dim, pooling reduces a window view instead of looping.
 _MAX_TAP_LOOP = 16
 
@@ -145,7 +151,31 @@ def conv(
     spatial = x.ndim - 2
     kernel_shape, strides, pads, dilations = _spatial_params(attrs, spatial)
     group = int(attrs.get("group", 1))
-    out_shape = results[0].shape
+    y = np.ascontiguousarray(
+        conv_sum(x, w, group, kernel_shape, strides, pads, dilations, results[0].shape)
+    )
+    if b is not None:
+        y += b.reshape(1, -1, *([1] * spatial)).astype(y.dtype, copy=False)
+    return [fused_relu(y.astype(x.dtype, copy=False), attrs)]
+
+
+def conv_sum(
+    x: np.ndarray,
+    w: np.ndarray,
+    group: int,
+    kernel_shape: Sequence[int],
+    strides: Sequence[int],
+    pads: Sequence[int],
+    dilations: Sequence[int],
+    out_shape: Sequence[int],
+    max_terms: int | None = None,
+) -> np.ndarray:
+    """The convolution of x with w (no bias), [N, OC, *out]; may be a strided view.
+
+    Computed in x.dtype. With `max_terms`, no sum of more products than that is
+    taken in x.dtype: longer sums add partial sums of at most `max_terms`
+    products each in float64 (the INT8 kernels sum exact integers this way,
+    float32 GEMMs below 2^24 and float64 above)."""
     n, c = x.shape[:2]
     oc = w.shape[0]
     if (
@@ -154,14 +184,34 @@ def conv(
         and all(s == 1 for s in strides)
         and not any(pads)
     ):
-        y = np.matmul(w.reshape(oc, c), x.reshape(n, c, -1)).reshape(out_shape)
-    else:
-        y = _im2col(
-            pad_spatial(x, pads), w, group, kernel_shape, strides, dilations, out_shape
-        )
-    if b is not None:
-        y += b.reshape(1, -1, *([1] * spatial)).astype(y.dtype, copy=False)
-    return [fused_relu(y.astype(x.dtype, copy=False), attrs)]
+        x3, w2 = x.reshape(n, c, -1), w.reshape(oc, c).astype(x.dtype, copy=False)
+        y = None
+        for k in term_chunks(c, max_terms):
+            y = add_partial(y, np.matmul(w2[:, k], x3[:, k]))
+        assert y is not None
+        return y.reshape(out_shape)
+    return _im2col(
+        pad_spatial(x, pads), w, group, kernel_shape, strides, dilations, out_shape, max_terms
+    )
+
+
+def term_chunks(length: int, max_terms: int | None) -> list[slice]:
+    """[0, length) in equal slices of at most max_terms (one slice without a limit)."""
+    if max_terms is None or length <= max_terms:
+        return [slice(0, length)]
+    count = -(-length // max_terms)
+    step = -(-length // count)
+    return [slice(i, min(length, i + step)) for i in range(0, length, step)]
+
+
+def add_partial(total: np.ndarray | None, part: np.ndarray) -> np.ndarray:
+    """total + part, where a second partial sum makes the total float64."""
+    if total is None:
+        return part
+    if total.dtype != np.float64:
+        total = total.astype(np.float64)
+    total += part
+    return total
 
 
 def _im2col(
@@ -172,6 +222,7 @@ def _im2col(
     strides: Sequence[int],
     dilations: Sequence[int],
     out_shape: Sequence[int],
+    max_terms: int | None = None,
 ) -> np.ndarray:
     """cols [N, G, Cg*K, out] from one copy per tap, then W [G, OCg, Cg*K] @ cols
     (N*G GEMMs in one batched matmul) gives [N, G, OCg, out] = [N, OC, *out].
@@ -182,55 +233,92 @@ def _im2col(
     oc = w.shape[0]
     out = tuple(out_shape[2:])
     k_size = int(np.prod(kernel_shape))
+    cg, ocg = c // group, oc // group
+    if cg == 1 and ocg == 1 and len(kernel_shape) == 2:
+        return _depthwise_2d(xp, w, kernel_shape, strides, dilations, out_shape, max_terms)
+    if cg == 1 and ocg == 1:
+        return _depthwise(xp, w, kernel_shape, strides, dilations, out_shape, max_terms)
+    # im2col copies the input once per tap but then runs one long GEMM: it wins
+    # while its columns stay in cache; shifted GEMMs need no copy.
+    shifted = group == 1 and len(kernel_shape) == 2 and all(s == 1 for s in strides)
+    cols_bytes = n * c * k_size * int(np.prod(out)) * xp.itemsize
+    if shifted and cols_bytes > SHIFTED_GEMM_ABOVE:
+        return _shifted_gemm(xp, w, dilations, out_shape, max_terms)
     row_bytes = n * c * k_size * int(np.prod(out[1:])) * xp.itemsize
     block = max(1, _COLS_LIMIT // row_bytes)
     if block < out[0]:
-        y = np.empty(out_shape, dtype=xp.dtype)
+        y = None
         s, extent = strides[0], (kernel_shape[0] - 1) * dilations[0] + 1
         for r0 in range(0, out[0], block):
             r1 = min(out[0], r0 + block)
             rows = xp[:, :, r0 * s : (r1 - 1) * s + extent]
             shape = (*out_shape[:2], r1 - r0, *out[1:])
-            y[:, :, r0:r1] = _im2col(rows, w, group, kernel_shape, strides, dilations, shape)
+            part = _im2col(rows, w, group, kernel_shape, strides, dilations, shape, max_terms)
+            if y is None:
+                y = np.empty(out_shape, dtype=part.dtype)
+            y[:, :, r0:r1] = part
+        assert y is not None
         return y
-    cg, ocg = c // group, oc // group
-    if cg == 1 and ocg == 1:
-        return _depthwise(xp, w, kernel_shape, strides, dilations, out_shape)
-    if group == 1 and len(kernel_shape) == 2 and all(s == 1 for s in strides):
-        return _shifted_gemm(xp, w, dilations, out_shape)
     xg = xp.reshape(n, group, cg, *xp.shape[2:])
     cols = np.empty((n, group, cg, k_size, *out), dtype=xp.dtype)
     for t, window in enumerate(taps(kernel_shape, strides, dilations, out)):
         cols[:, :, :, t] = xg[(slice(None),) * 3 + window]
-    y = np.matmul(
-        w.reshape(group, ocg, cg * k_size), cols.reshape(n, group, cg * k_size, -1)
-    )
+    wg = w.reshape(group, ocg, cg * k_size).astype(xp.dtype, copy=False)
+    cols = cols.reshape(n, group, cg * k_size, -1)
+    y = None
+    for k in term_chunks(cg * k_size, max_terms):
+        y = add_partial(y, np.matmul(wg[:, :, k], cols[:, :, k]))
+    assert y is not None
     return y.reshape(out_shape)
 
 
 def _shifted_gemm(
-    xp: np.ndarray, w: np.ndarray, dilations: Sequence[int], out_shape: Sequence[int]
+    xp: np.ndarray,
+    w: np.ndarray,
+    dilations: Sequence[int],
+    out_shape: Sequence[int],
+    max_terms: int | None = None,
 ) -> np.ndarray:
     """A stride-1 2-d conv as one GEMM per tap on shifted slices of the flattened
     padded input, with no im2col copy.
 
     With the padded rows laid end to end, the input of tap (i, j) for output
     pixel (r, c) sits at r*Wp + c + (i*dh*Wp + j*dw): one contiguous slice per
-    tap. Outputs are computed on rows of the padded width Wp and the extra
-    columns are cropped at the end.
+    tap. Outputs are computed on rows of the padded width Wp; the result is the
+    view that crops the extra columns. With `max_terms`, the tap GEMMs (split
+    by input channels when one tap has more terms) are summed in x.dtype in
+    groups of at most that many products, and the groups in float64.
     """
     n, c, hp, wp = xp.shape
     oc, _, kh, kw = w.shape
     oh, ow = out_shape[2:]
     flat = xp.reshape(n, c, hp * wp)
     length = (oh - 1) * wp + ow
-    y = np.zeros((n, oc, oh * wp), dtype=xp.dtype)
-    weights = w.astype(xp.dtype, copy=False)
-    for i in range(kh):
-        for j in range(kw):
+    tap_weights = np.empty((kh, kw, oc, c), dtype=xp.dtype)
+    tap_weights[...] = w.transpose(2, 3, 0, 1)
+    channel_chunks = term_chunks(c, max_terms)
+    units = [(i, j, k) for k in channel_chunks for i in range(kh) for j in range(kw)]
+    per_sum = len(units)
+    if max_terms is not None:
+        per_sum = max(1, max_terms // c) if len(channel_chunks) == 1 else 1
+    part = np.empty((n, oc, oh * wp), dtype=xp.dtype)
+    term = np.empty((n, oc, length), dtype=xp.dtype)
+    total = None if per_sum >= len(units) else np.empty((n, oc, oh * wp))
+    for g in range(0, len(units), per_sum):
+        for u, (i, j, k) in enumerate(units[g : g + per_sum]):
             offset = i * dilations[0] * wp + j * dilations[1]
-            y[:, :, :length] += np.matmul(weights[:, :, i, j], flat[:, :, offset : offset + length])
-    return np.ascontiguousarray(y.reshape(n, oc, oh, wp)[:, :, :, :ow])
+            rhs = flat[:, k, offset : offset + length]
+            if u == 0:  # the first GEMM of a group writes its sum
+                np.matmul(tap_weights[i, j, :, k], rhs, out=part[:, :, :length])
+            else:
+                np.matmul(tap_weights[i, j, :, k], rhs, out=term)
+                part[:, :, :length] += term
+        if total is not None and g == 0:
+            total[:, :, :length] = part[:, :, :length]
+        elif total is not None:
+            total[:, :, :length] += part[:, :, :length]
+    y = part if total is None else total
+    return y.reshape(n, oc, oh, wp)[:, :, :, :ow]
 
 
 def _depthwise(
@@ -240,20 +328,81 @@ def _depthwise(
     strides: Sequence[int],
     dilations: Sequence[int],
     out_shape: Sequence[int],
+    max_terms: int | None = None,
 ) -> np.ndarray:
     """One filter per channel: sum over taps of the tap's input view times that
     tap's per-channel weight. Two passes over the output per tap, no copies of
-    the input (im2col with one input channel per GEMM wastes most of the time)."""
+    the input (im2col with one input channel per GEMM wastes most of the time).
+    With `max_terms`, taps are summed in x.dtype in groups of at most that many
+    and the groups in float64."""
     c = xp.shape[1]
     spatial = len(kernel_shape)
     weights = w.reshape(c, -1).astype(xp.dtype, copy=False)
-    y = np.zeros(out_shape, dtype=xp.dtype)
+    windows_ = list(taps(kernel_shape, strides, dilations, out_shape[2:]))
+    y = None
     term = np.empty(out_shape, dtype=xp.dtype)
-    for t, window in enumerate(taps(kernel_shape, strides, dilations, out_shape[2:])):
-        tap_weight = weights[:, t].reshape(1, c, *([1] * spatial))
-        np.multiply(xp[(slice(None), slice(None), *window)], tap_weight, out=term)
-        y += term
+    for group in term_chunks(len(windows_), max_terms):
+        part = np.zeros(out_shape, dtype=xp.dtype)
+        for t in range(group.start, group.stop):
+            tap_weight = weights[:, t].reshape(1, c, *([1] * spatial))
+            np.multiply(xp[(slice(None), slice(None), *windows_[t])], tap_weight, out=term)
+            part += term
+        y = add_partial(y, part)
+    assert y is not None
     return y
+
+
+def _depthwise_2d(
+    xp: np.ndarray,
+    w: np.ndarray,
+    kernel_shape: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+    out_shape: Sequence[int],
+    max_terms: int | None = None,
+) -> np.ndarray:
+    """`_depthwise` for 2-d convs on flattened rows, as `_shifted_gemm` does: the
+    padded input is split into its stride phases (phase (a, b) holds rows a, a + sh,
+    ... and columns b, b + sw, ...; one copy, none for stride 1), and each tap reads
+    one contiguous slice per channel of its phase: long vector loops instead of
+    short strided rows. Outputs have the phases' row width; the result is the view
+    that crops the extra columns."""
+    n, c, hp, wp = xp.shape
+    (kh, kw), (sh, sw), (dh, dw) = kernel_shape, strides, dilations
+    oh, ow = out_shape[2:]
+    hq, wq = -(-hp // sh), -(-wp // sw)
+    phases = {}
+    for a, b in itertools.product(range(sh), range(sw)):
+        if sh == sw == 1:
+            phase = xp
+        else:
+            phase = np.zeros((n, c, hq, wq), dtype=xp.dtype)
+            view = xp[:, :, a::sh, b::sw]
+            phase[:, :, : view.shape[2], : view.shape[3]] = view
+        phases[a, b] = phase.reshape(n, c, hq * wq)
+    weights = w.reshape(c, kh * kw).astype(xp.dtype, copy=False)
+    length = (oh - 1) * wq + ow
+    part = np.empty((n, c, oh * wq), dtype=xp.dtype)
+    term = np.empty((n, c, length), dtype=xp.dtype)
+    groups = term_chunks(kh * kw, max_terms)
+    total = None if len(groups) == 1 else np.empty((n, c, oh * wq))
+    for group in groups:
+        for t in range(group.start, group.stop):
+            i, j = divmod(t, kw)
+            offset = (i * dh // sh) * wq + j * dw // sw
+            rows = phases[i * dh % sh, j * dw % sw][:, :, offset : offset + length]
+            tap_weight = weights[:, t].reshape(1, c, 1)
+            if t == group.start:
+                np.multiply(rows, tap_weight, out=part[:, :, :length])
+            else:
+                np.multiply(rows, tap_weight, out=term)
+                part[:, :, :length] += term
+        if total is not None and group.start == 0:
+            total[:, :, :length] = part[:, :, :length]
+        elif total is not None:
+            total[:, :, :length] += part[:, :, :length]
+    y = part if total is None else total
+    return y.reshape(n, c, oh, wq)[:, :, :, :ow]
 
 
 @kernel("deconv")

@@ -23,18 +23,30 @@ zero), adds `output_zero_point` and saturates to the result type:
 Products are summed in float BLAS, exactly: every partial sum of a product of
 integers is an integer, exact in float32 while the largest possible sum is
 below 2^24 and in float64 below 2^53 (DESIGN.md section 8). No integer matmul.
+conv and matmul run float32 GEMMs over chunks of the reduction short enough
+for 2^24 and add the chunks in float64 (`conv_pool.conv_sum`); their
+requantization (`finish_sum`) and add/sub run in cache-sized blocks in
+float64 where that is provably exact, else in int64 where nothing can
+overflow, else through `quant.requantize`. tests/test_int8_kernels_exact.py
+checks them against integer references.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from tpu_xdsl.interp.kernels import Kernel, ResultSpec
 from tpu_xdsl.interp.kernels import conv_pool as float_conv_pool
-from tpu_xdsl.quant import quantize_tensor, requantize, rounding_shift, saturate
+from tpu_xdsl.quant import (
+    REQUANT_BLOCK,
+    quantize_tensor,
+    requantize,
+    rounding_shift,
+    saturate,
+)
 
 INT8_KERNELS: dict[str, Kernel] = {}
 
@@ -120,6 +132,204 @@ def finish(
     return y
 
 
+def float32_terms(*bounds: int) -> int | None:
+    """How many products bounded by `bounds` a float32 sum holds exactly (every partial
+    sum below 2^24), None when not even one."""
+    return (_FLOAT32_EXACT - 1) // int(np.prod(bounds)) or None
+
+
+class IntRequant(NamedTuple):
+    """`finish_sum` in int64: sat(((acc * mult + bias_term [+ sign]) + addend) >> shift)."""
+
+    mult: np.ndarray  # per channel, shifted to the common shift
+    addend: np.ndarray  # per channel: rounding offset + zo << shift (+ bias * mult)
+    bias_term: np.ndarray | None  # bias * mult, when added before the sign step
+    signed_ties: bool  # half away from zero: a negative sum rounds its ties down
+    shift: int
+
+
+class FloatRequant(NamedTuple):
+    """`finish_sum` in float64: sat(round((acc + bias) * scale + offset) [+ zo])."""
+
+    scale: np.ndarray  # per channel: multiplier / 2^rshift, exact
+    bias: np.ndarray | None  # per channel, as float64 (exact)
+    offset: float  # see `float_rounding`
+    rounding: str  # "floor", "rint", "trunc" or "away" (trunc(p + copysign(0.5, p)))
+    zo_after: int
+
+
+def finish_sum(
+    acc: np.ndarray, bias: np.ndarray | None, attrs: dict[str, Any], result: ResultSpec, bound: int
+) -> np.ndarray:
+    """`finish` for the sums of conv-like ops: `acc` [N, C, ...] holds exact integers in
+    float (a strided view is fine), |acc| <= `bound`, plus an int32 bias per channel.
+
+    Blocks of a few channels are requantized in cache by one of two exact plans:
+    float64, when every result that does not saturate is a product below 2^53
+    (`_float_requant`), else int64, when nothing can overflow (`_int_requant`);
+    otherwise the general path."""
+    multiplier = np.asarray(attrs.get("multiplier") or [1], dtype=np.int64)
+    rshift = np.asarray(attrs.get("rshift") or [0], dtype=np.int64)
+    zo = int(attrs.get("output_zero_point", 0) or 0)
+    info = np.iinfo(result.dtype)
+    channels = result.shape[1]
+    usable = (
+        info.min <= zo <= info.max
+        and not {multiplier.size, rshift.size} - {1, channels}
+        and 0 <= rshift.min()
+        and rshift.max() <= 62
+    )
+    low = max(int(info.min), zo) if attrs.get("do_relu") else int(info.min)
+    plan: IntRequant | FloatRequant | None = None
+    if usable:
+        mode = round_mode(attrs)
+        if low >= zo:
+            # A negative sum rounds to <= 0 in every mode, clamped to low >= zo (ReLU,
+            # or uint8 with zero point 0): half up and floor do the same there.
+            mode = {"half_away_from_zero": "half_up", "toward_zero": "down"}.get(mode, mode)
+        largest_bias = 0 if bias is None or not bias.size else max(abs(int(bias.min())), abs(int(bias.max())))
+        parts = (multiplier, rshift, bias, zo, mode, channels, bound + largest_bias)
+        plan = _float_requant(*parts, low, int(info.max)) or _int_requant(*parts)
+    if plan is None:
+        total = as_int64(acc)
+        if bias is not None:
+            total += bias.astype(np.int64).reshape(1, -1, *([1] * (acc.ndim - 2)))
+        return finish(total, attrs, result)
+    inner = int(np.prod(acc.shape[2:]))
+    step = max(1, REQUANT_BLOCK // max(inner, 1))
+    column = (-1, *([1] * (acc.ndim - 2)))
+    out = np.empty(result.shape, dtype=result.dtype)
+    run = _float_blocks if isinstance(plan, FloatRequant) else _int_blocks
+    run(acc, plan, column, step, inner, low, int(info.max), out)
+    return out
+
+
+def _float_requant(
+    multiplier: np.ndarray, rshift: np.ndarray, bias: np.ndarray | None, zo: int, mode: str,
+    channels: int, largest: int, low: int, high: int,
+) -> FloatRequant | None:
+    """The float64 plan, when exact. A result that does not saturate has |p| < R =
+    max(high - zo, zo - low) + 1, so |(acc + bias) * m| < R * 2^s: with
+    (R + |zo| + 1) * 2^s <= 2^53 that product, p + offset and its rounding are
+    exact in float64. A larger p saturates in both paths (rounding is monotone)."""
+    reach = max(high - zo, zo - low) + 1
+    if (reach + abs(zo) + 1) << int(rshift.max()) > 1 << 53:
+        return None
+    if largest >= 1 << 53 or np.abs(multiplier).max() >= 1 << 53:  # acc + bias, m / 2^s exact
+        return None
+    offset, rounding, zo_after = float_rounding(mode, zo)
+    return FloatRequant(
+        scale=np.broadcast_to(multiplier / np.exp2(rshift.astype(np.float64)), (channels,)),
+        bias=None if bias is None or not bias.any() else bias.reshape(-1).astype(np.float64),
+        offset=offset,
+        rounding=rounding,
+        zo_after=zo_after,
+    )
+
+
+def float_rounding(mode: str, zo: int) -> tuple[float, str, int]:
+    """(offset, rounding, zo_after): round(p) + zo as rounding(p + offset) + zo_after, for
+    p a multiple of 2^-s held exactly in float64. Rounding commutes with adding an
+    integer, except half to even with an odd one and the modes symmetric about 0."""
+    if mode in ("half_up", "down"):
+        return zo + (0.5 if mode == "half_up" else 0.0), "floor", 0
+    if mode == "half_to_even":
+        return (zo, "rint", 0) if zo % 2 == 0 else (0.0, "rint", zo)
+    return 0.0, "trunc" if mode == "toward_zero" else "away", zo
+
+
+def round_and_saturate(
+    p: np.ndarray, scratch: np.ndarray, rounding: str, zo_after: int, low: int, high: int, out: np.ndarray
+) -> None:
+    """out = clip(rounding(p) + zo_after, low, high), in place on p (float64)."""
+    if rounding == "floor":
+        np.floor(p, out=p)
+    elif rounding == "rint":
+        np.rint(p, out=p)
+    else:
+        if rounding == "away":
+            np.copysign(0.5, p, out=scratch)
+            p += scratch
+        np.trunc(p, out=p)
+    if zo_after:
+        p += zo_after
+    np.clip(p, low, high, out=out, casting="unsafe")
+
+
+def _int_requant(
+    multiplier: np.ndarray, rshift: np.ndarray, bias: np.ndarray | None, zo: int, mode: str,
+    channels: int, largest: int,
+) -> IntRequant | None:
+    """The int64 plan, when nothing overflows: bias, rounding offset and zero point fold
+    into one addend per channel, per-channel shifts into the multipliers
+    (m << (shift - s) over 2^shift rounds alike)."""
+    if mode not in ("half_away_from_zero", "half_up", "down"):
+        return None
+    shift = int(rshift.max())
+    # Python-int bounds first: the int64 arrays below then cannot overflow.
+    largest_mult = max(abs(int(multiplier.min())), abs(int(multiplier.max()))) << (shift - int(rshift.min()))
+    if largest_mult >= 1 << 63 or largest * largest_mult + (abs(zo) + 2) * (1 << shift) >= 1 << 63:
+        return None
+    mult = np.broadcast_to(multiplier << (shift - rshift), (channels,))
+    half = 1 << (shift - 1) if shift and mode != "down" else 0
+    signed_ties = mode == "half_away_from_zero" and shift > 0
+    bias_term = None if bias is None or not bias.any() else bias.reshape(-1).astype(np.int64) * mult
+    addend = np.full(channels, half + (zo << shift), dtype=np.int64)
+    if bias_term is not None and not signed_ties:
+        addend += bias_term
+        bias_term = None
+    return IntRequant(mult, addend, bias_term, signed_ties, shift)
+
+
+def _float_blocks(
+    acc: np.ndarray, plan: FloatRequant, column: tuple[int, ...], step: int, inner: int,
+    low: int, high: int, out: np.ndarray,
+) -> None:
+    scale = plan.scale.reshape(column)
+    bias = None if plan.bias is None else plan.bias.reshape(column)
+    buffer = np.empty(step * inner)
+    scratch = np.empty(step * inner)
+    for image in range(acc.shape[0]):
+        for c0 in range(0, acc.shape[1], step):
+            rows = slice(c0, c0 + step)
+            block = acc[image, rows]
+            p = buffer[: block.size].reshape(block.shape)
+            if bias is not None:
+                np.add(block, bias[rows], out=p)
+                p *= scale[rows]
+            else:
+                np.multiply(block, scale[rows], out=p)
+            if plan.offset:
+                p += plan.offset
+            spare = scratch[: block.size].reshape(block.shape)
+            round_and_saturate(p, spare, plan.rounding, plan.zo_after, low, high, out[image, rows])
+
+
+def _int_blocks(
+    acc: np.ndarray, plan: IntRequant, column: tuple[int, ...], step: int, inner: int,
+    low: int, high: int, out: np.ndarray,
+) -> None:
+    mult, addend = plan.mult.reshape(column), plan.addend.reshape(column)
+    bias_term = None if plan.bias_term is None else plan.bias_term.reshape(column)
+    buffer = np.empty(step * inner, dtype=np.int64)
+    signs = np.empty(step * inner, dtype=np.int64) if plan.signed_ties else buffer
+    for image in range(acc.shape[0]):
+        for c0 in range(0, acc.shape[1], step):
+            rows = slice(c0, c0 + step)
+            block = acc[image, rows]
+            v = buffer[: block.size].reshape(block.shape)
+            np.multiply(block, mult[rows], out=v, dtype=np.int64, casting="unsafe")
+            if bias_term is not None:
+                np.add(v, bias_term[rows], out=v)
+            if plan.signed_ties:  # v - 1 below zero
+                sign = signs[: block.size].reshape(block.shape)
+                np.right_shift(v, 63, out=sign)
+                np.add(v, sign, out=v)
+            np.add(v, addend[rows], out=v)
+            np.right_shift(v, plan.shift, out=v)
+            np.clip(v, low, high, out=out[image, rows], casting="unsafe")
+
+
 def _float_spec(result: ResultSpec, dtype: np.dtype) -> list[ResultSpec]:
     return [ResultSpec(result.shape, dtype)]
 
@@ -132,18 +342,22 @@ _NO_RELU = {"do_relu": False, "relu_limit": None}
 
 @int8_kernel("conv")
 def conv(inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultSpec]) -> list[np.ndarray]:
+    """Float32 GEMMs over chunks of the reduction whose sums stay exact (below 2^24), the
+    chunks added in float64, then requantization fused with the bias."""
     x, w, b = inputs
     zx = zero_point(attrs, 0)
     group = int(attrs.get("group", 1))
+    kernel_shape, strides, pads, dilations = float_conv_pool._spatial_params(attrs, x.ndim - 2)
     terms = (x.shape[1] // group) * int(np.prod(w.shape[2:]))
-    dtype = exact_float(terms, magnitude_bound(x, zx), magnitude_bound(w, 0))
-    (acc,) = float_conv_pool.conv(
-        [centered(x, zx, dtype), w.astype(dtype), None], {**attrs, **_NO_RELU}, _float_spec(results[0], dtype)
+    bounds = (magnitude_bound(x, zx), magnitude_bound(w, 0))
+    dtype = exact_float(terms, *bounds)
+    max_terms = float32_terms(*bounds)
+    if max_terms:
+        dtype, max_terms = np.dtype(np.float32), min(max_terms, terms)
+    acc = float_conv_pool.conv_sum(
+        centered(x, zx, dtype), w, group, kernel_shape, strides, pads, dilations, results[0].shape, max_terms
     )
-    acc = as_int64(acc)
-    if b is not None:
-        acc += b.astype(np.int64).reshape(1, -1, *([1] * (x.ndim - 2)))
-    return [finish(acc, attrs, results[0])]
+    return [finish_sum(acc, b, attrs, results[0], terms * bounds[0] * bounds[1])]
 
 
 @int8_kernel("deconv")
@@ -168,15 +382,24 @@ def deconv(inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[Resul
 
 @int8_kernel("matmul")
 def matmul(inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultSpec]) -> list[np.ndarray]:
-    """(a - za) @ (b - zb) + bias, per output column (last axis) requantization."""
+    """(a - za) @ (b - zb) + bias, per output column (last axis) requantization; float32
+    GEMMs over exact chunks of K as in conv."""
     a, b, bias = inputs
     za, zb = zero_point(attrs, 0), zero_point(attrs, 1)
     if attrs.get("left_transpose"):
         a = np.swapaxes(a, -1, -2)
     if attrs.get("right_transpose"):
         b = np.swapaxes(b, -1, -2)
-    dtype = exact_float(a.shape[-1], magnitude_bound(a, za), magnitude_bound(b, zb))
-    acc = as_int64(np.matmul(centered(a, za, dtype), centered(b, zb, dtype)))
+    bounds = (magnitude_bound(a, za), magnitude_bound(b, zb))
+    dtype = exact_float(a.shape[-1], *bounds)
+    max_terms = float32_terms(*bounds)
+    if max_terms:
+        dtype = np.dtype(np.float32)
+    ca, cb = centered(a, za, dtype), centered(b, zb, dtype)
+    total = None
+    for k in float_conv_pool.term_chunks(a.shape[-1], max_terms):
+        total = float_conv_pool.add_partial(total, np.matmul(ca[..., k], cb[..., k, :]))
+    acc = as_int64(total)
     if bias is not None:
         acc += bias.astype(np.int64)
     return [finish(acc, attrs, results[0], axis=-1)]
@@ -206,12 +429,79 @@ def _centered_int(x: np.ndarray, zp: int) -> np.ndarray:
 
 @int8_kernel("add", "sub")
 def add(inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultSpec]) -> list[np.ndarray]:
-    """(a - za) * m0 + (b - zb) * m1 >> rshift (sub: the lowering negates m1)."""
+    """(a - za) * m0 + (b - zb) * m1 >> rshift (sub: the lowering negates m1); with 2C
+    multipliers, m0 and m1 per channel (axis 1)."""
     a, b = inputs
     m = attrs["multiplier"]
-    acc = _centered_int(a, zero_point(attrs, 0)) * int(m[0])
-    acc = acc + _centered_int(b, zero_point(attrs, 1)) * int(m[1])
+    if len(m) == 2:
+        fast = _rescaled_sum_in_float(a, b, attrs, results[0])
+        if fast is not None:
+            return [fast]
+        ma, mb = int(m[0]), int(m[1])
+    else:  # per channel: C multipliers for a, then C for b, along axis 1 of the result
+        shape = (1, -1, *([1] * (len(results[0].shape) - 2)))
+        ma = np.asarray(m[: len(m) // 2], np.int64).reshape(shape)
+        mb = np.asarray(m[len(m) // 2 :], np.int64).reshape(shape)
+    acc = _centered_int(a, zero_point(attrs, 0)) * ma
+    acc = acc + _centered_int(b, zero_point(attrs, 1)) * mb
     return [finish(np.broadcast_to(acc, results[0].shape), attrs, results[0], multiplier=[1])]
+
+
+# Float64 holds every integer below 2^53 and every multiple of 2^-s below 2^(53-s).
+_FLOAT64_SAFE = 1 << 52
+
+
+def _rescaled_sum_in_float(a: np.ndarray, b: np.ndarray, attrs: dict[str, Any], result: ResultSpec) -> np.ndarray | None:
+    """`add` in float64, exactly: (a - za) * m0 / 2^s + (b - zb) * m1 / 2^s is a sum of
+    multiples of 2^-s whose numerators stay below 2^52, so every product, sum and the
+    rounding (floor / rint / trunc, + 0.5) is exact, and the result equals the int64
+    path's. None when the bound or the attributes do not allow it."""
+    m0, m1 = (int(v) for v in attrs["multiplier"])
+    za, zb = zero_point(attrs, 0), zero_point(attrs, 1)
+    rshift = attrs.get("rshift") or [0]
+    zo = int(attrs.get("output_zero_point", 0) or 0)
+    info = np.iinfo(result.dtype)
+    if len(rshift) != 1 or not 0 <= int(rshift[0]) <= 52 or not info.min <= zo <= info.max:
+        return None
+    if a.dtype.kind not in "iu" or b.dtype.kind not in "iu":
+        return None
+    s = int(rshift[0])
+    largest = (
+        magnitude_bound(a, 0) * abs(m0) + magnitude_bound(b, 0) * abs(m1)
+        + abs(za * m0) + abs(zb * m1) + ((abs(zo) + 1) << s)
+    )
+    if largest >= _FLOAT64_SAFE:
+        return None
+    low = max(int(info.min), zo) if attrs.get("do_relu") else int(info.min)
+    mode = round_mode(attrs)
+    if low >= zo:  # below zero every mode gives <= 0, clamped to low: the cheaper twin does
+        mode = {"half_away_from_zero": "half_up", "toward_zero": "down"}.get(mode, mode)
+    scale = 2.0**-s
+    c0, c1 = m0 * scale, m1 * scale
+    offset, rounding, zo_after = float_rounding(mode, zo)
+    offset -= (za * m0 + zb * m1) * scale
+    out = np.empty(result.shape, dtype=result.dtype)
+    if a.shape == b.shape == out.shape:
+        pairs = _flat_blocks(a, b, out)
+    else:
+        pairs = [(np.broadcast_to(a, out.shape), np.broadcast_to(b, out.shape), out)]
+    for a_block, b_block, out_block in pairs:
+        p = np.multiply(a_block, c0, dtype=np.float64)
+        q = np.multiply(b_block, c1, dtype=np.float64)
+        p += q
+        p += offset
+        round_and_saturate(p, q, rounding, zo_after, low, int(info.max), out_block)
+    return out
+
+
+_ELEMENTWISE_BLOCK = 1 << 15
+
+
+def _flat_blocks(*arrays: np.ndarray) -> list[tuple[np.ndarray, ...]]:
+    """Matching flat blocks of same-shape arrays (the last one written through)."""
+    flat = [np.ascontiguousarray(x).reshape(-1) for x in arrays[:-1]] + [arrays[-1].reshape(-1)]
+    size = flat[-1].size
+    return [tuple(x[i : i + _ELEMENTWISE_BLOCK] for x in flat) for i in range(0, size, _ELEMENTWISE_BLOCK)]
 
 
 @int8_kernel("mul")
@@ -223,10 +513,14 @@ def mul(inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultSp
 
 @int8_kernel("lut")
 def lut(inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultSpec]) -> list[np.ndarray]:
-    """table[byte]: a 256-entry table indexed by the input's byte (int8 as two's complement)."""
+    """table[byte]: a 256-entry table indexed by the input's byte (int8 as two's complement);
+    a [C, 256] table has one row per channel (axis 1)."""
     x, table = inputs
     index = x.view(np.uint8) if x.dtype == np.int8 else x
-    return [table.reshape(-1)[index].astype(results[0].dtype, copy=False)]
+    if table.ndim == 2:  # one table per channel (axis 1): row c, entry byte
+        rows = np.arange(table.shape[0], dtype=np.intp).reshape(1, -1, *([1] * (x.ndim - 2))) * 256
+        index = index + rows
+    return [np.take(table.reshape(-1), index).astype(results[0].dtype, copy=False)]
 
 
 # -- pooling and reductions ------------------------------------------------------------------
@@ -304,12 +598,24 @@ def requant(inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[Resu
 @int8_kernel("cast")
 def cast(inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultSpec]) -> list[np.ndarray]:
     """float -> int8/uint8: sat(round(x / scale) + zero_point); int -> float:
-    (q - zero_point) * scale, rounded to the result's float type."""
+    (q - zero_point) * scale, rounded to the result's float type. A second operand holds
+    per-channel scales (axis 1) instead."""
     x = np.asarray(inputs[0])
     out = results[0].dtype
     scale_value = float(attrs.get("scale", 1.0))
     zp = int(attrs.get("zero_point", 0) or 0)
+    if len(inputs) > 1:  # per-channel scales (axis 1), zero point 0
+        scales = np.asarray(inputs[1], np.float32).reshape(1, -1, *([1] * (x.ndim - 2)))
+        if out.kind in "iu":
+            return [quantize_tensor(x.astype(np.float32), scales.astype(np.float64), 0, out, round_mode(attrs))]
+        return [(x.astype(np.float32) * scales).astype(out)]
     if out.kind in "iu":
-        return [quantize_tensor(x.astype(np.float32), scale_value, zp, out, round_mode(attrs))]
+        # quantize_tensor is elementwise: in cache-sized blocks its float64 temporaries stay in cache.
+        flat = x.astype(np.float32).reshape(-1)
+        q = np.empty(flat.shape, dtype=out)
+        for i in range(0, flat.size, _ELEMENTWISE_BLOCK):
+            block = slice(i, i + _ELEMENTWISE_BLOCK)
+            q[block] = quantize_tensor(flat[block], scale_value, zp, out, round_mode(attrs))
+        return [q.reshape(x.shape)]
     real = (x.astype(np.float32) - np.float32(zp)) * np.float32(scale_value)
     return [real.astype(out)]
