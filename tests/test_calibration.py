@@ -292,6 +292,23 @@ def test_streaming_statistics_equal_the_whole_data_at_once():
     assert total.zeros["t"] == zeros == 5
 
 
+def test_per_channel_ranges_stream_and_merge():
+    rng = np.random.default_rng(8)
+    parts = [rng.standard_normal((1, 3, 4, 5)).astype(np.float32) * [[[[1]], [[5]], [[0.1]]]] for _ in range(5)]
+    first, second = TensorRanges(), TensorRanges()
+    for i, p in enumerate(parts):
+        (first if i % 2 else second).add("t", p)
+        (first if i % 2 else second).add("rank3", p[0])  # rank 3: no per-channel ranges
+    first.merge(second)
+    whole = np.concatenate(parts, axis=0)
+    np.testing.assert_array_equal(first.channel_low["t"], whole.min(axis=(0, 2, 3)))
+    np.testing.assert_array_equal(first.channel_high["t"], whole.max(axis=(0, 2, 3)))
+    assert "rank3" not in first.channel_low
+    # A tensor whose channel count changes between samples gets none.
+    first.add("t", rng.standard_normal((1, 4, 2, 2)).astype(np.float32))
+    assert "t" not in first.channel_low and "t" in first.low
+
+
 def test_statistics_leave_out_nonfinite_values_and_take_integers_as_floats():
     ranges = TensorRanges()
     ranges.add("f", np.array([1.0, np.inf, -2.0, np.nan], np.float32))
@@ -327,6 +344,17 @@ def test_table_round_trip_and_format(tmp_path):
     assert list(tmp_path.iterdir()) == [tmp_path / "t"]  # no temporary file left
 
 
+def test_table_keeps_per_channel_ranges_in_comment_lines(tmp_path):
+    table = CalibrationTable([TableRow("conv1", 2.0, -1.2, 2.1)], {"conv1": ([-1.2, -0.5, 0.0], [0.9, 2.1, 0.7])})
+    write_table(tmp_path / "t", table)
+    lines = (tmp_path / "t").read_text().splitlines()
+    assert lines[-1] == "#channel conv1 3 -1.2000000 0.9000000 -0.5000000 2.1000000 0.0000000 0.7000000"
+    # Readers that skip comments (TPU-MLIR's) see the per-tensor table alone.
+    assert [line for line in lines if not line.startswith("#")] == ["conv1 2.0000000 -1.2000000 2.1000000"]
+    back = read_table(tmp_path / "t")
+    assert back.channels == {"conv1": ([-1.2, -0.5, 0.0], [0.9, 2.1, 0.7])}
+
+
 @pytest.mark.parametrize(
     ("line", "fragment"),
     [
@@ -337,6 +365,9 @@ def test_table_round_trip_and_format(tmp_path):
         ("conv 0.0 -1.0 1.0", "threshold 0.0; it must be positive"),
         ("conv 1.0 2.0 1.0", "min 2.0 above max 1.0"),
         ("relu 1.0 0.0 1.0", "'relu' is listed twice (first on line 3)"),
+        ("#channel relu 2 0.0 1.0", "'relu' has 2 per-channel values for 2 channels"),
+        ("#channel relu two 0.0 1.0", "expected '#channel name channels min max ...'"),
+        ("#channel relu 1 0.0 inf", "non-finite per-channel value"),
     ],
 )
 def test_table_reader_names_file_and_line(tmp_path, line, fragment):

@@ -20,7 +20,7 @@ from xdsl.interpreter import Interpreter
 from tpu_xdsl.calibration.calibrator import Options, calibrate
 from tpu_xdsl.calibration.dataset import Dataset
 from tpu_xdsl.dialects.attr_values import op_attrs
-from tpu_xdsl.dialects.quant_types import qparams_of
+from tpu_xdsl.dialects.quant_types import is_quantized, qparams_of
 from tpu_xdsl.frontend.onnx_importer import import_onnx
 from tpu_xdsl.interp.compare import compare_tensors
 from tpu_xdsl.interp.kernels import ResultSpec, load_all
@@ -171,7 +171,7 @@ def model_of(nodes, inputs, output: str, inits, opset: int = 17) -> onnx.ModelPr
     return onnx.shape_inference.infer_shapes(model, strict_mode=True)
 
 
-def lowered(model: onnx.ModelProto, folder: Path, samples: int = 12, **lowering):
+def lowered(model: onnx.ModelProto, folder: Path, samples: int = 32, **lowering):
     """TOP module and its INT8 TPU lowering, calibrated (KL) on random normal samples."""
     result = import_onnx(model, "m")
     attach_weights(result.module, result.weights)
@@ -207,14 +207,15 @@ def check_ops_against_top(top, tpu, feeds, max_codes: int) -> int:
     Returns how many ops were checked."""
     top_ops = {tensor_names(o)[0]: o for o in top.walk() if o.name.startswith("top.") and tensor_names(o)}
     seen = _Values()
-    ModuleRunner(tpu, weights_of(tpu)).run(feeds, [seen])
+    weights = weights_of(tpu)
+    ModuleRunner(tpu, weights).run(feeds, [seen])
     checked = 0
     for op in tpu.walk():
-        out = qparams_of(op.results[0].type) if op.results else None
-        if not op.name.startswith("tpu.") or op.name == "tpu.cast" or out is None:
+        out = qparams_of(op.results[0].type, weights) if op.results else None
+        if not op.name.startswith("tpu.") or op.name in ("tpu.cast", "tpu.requant") or out is None:
             continue
         source = top_ops[tensor_names(op)[0]]
-        data = iter(v for v in op.operands if qparams_of(v.type) is not None and v.owner.name != "top.weight")
+        data = iter(v for v in op.operands if is_quantized(v.type) and v.owner.name != "top.weight")
         inputs = []
         for value in source.operands:
             owner = value.owner
@@ -224,7 +225,7 @@ def check_ops_against_top(top, tpu, feeds, max_codes: int) -> int:
                 inputs.append(None)
             else:
                 tpu_value = next(data)
-                inputs.append(qparams_of(tpu_value.type).dequantize(seen.values[tpu_value]))
+                inputs.append(qparams_of(tpu_value.type, weights).dequantize(seen.values[tpu_value]))
         (expected,) = KERNELS[source.name[4:]](inputs, op_attrs(source), result_specs(source))
         codes = out.quantize(np.asarray(expected, np.float64)).astype(np.int64)
         got = np.asarray(seen.values[op.results[0]]).astype(np.int64)
@@ -306,13 +307,22 @@ FAMILIES = {
 }
 
 
-@pytest.mark.parametrize("asymmetric", [False, True], ids=["sym", "asym"])
+SCHEMES = {
+    "sym": {},
+    "asym": {"asymmetric": True},
+    "channels": {"per_channel_activations": True},
+}
+
+
+@pytest.mark.parametrize("scheme", list(SCHEMES))
 @pytest.mark.parametrize("family", list(FAMILIES))
-def test_int8_family_matches_top(family, asymmetric, tmp_path):
-    top, tpu, feeds, fallbacks = lowered(FAMILIES[family], tmp_path, asymmetric=asymmetric)
+def test_int8_family_matches_top(family, scheme, tmp_path):
+    top, tpu, feeds, fallbacks = lowered(FAMILIES[family], tmp_path, **SCHEMES[scheme])
     assert not fallbacks, fallbacks
     text = str(tpu)
-    assert "#tpu.uniform" in text and ("ui8" in text if asymmetric else "xi8" in text)
+    assert "ui8" in text if scheme == "asym" else "xi8" in text or "xui8" in text
+    if scheme == "channels" and family not in ("matmul_activations", "data_movement"):
+        assert "#tpu.channel_uniform" in text
     # weights quantized per channel make convs and matmuls differ by up to 2 codes
     assert check_ops_against_top(top, tpu, feeds, max_codes=2) >= 1
     end_to_end(top, tpu, feeds, min_cosine=0.99)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, TensorType
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Attribute, Operation, ParametrizedAttribute, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tpu_xdsl.errors import TpuXdslError
@@ -150,7 +150,21 @@ def create_weight(
 
 
 def used_weight_names(module: ModuleOp) -> list[str]:
-    return [weight_name(op) for op in module.walk() if op.name == "top.weight"]
+    """Entries read by `top.weight` ops, and entries named by tensor encodings (per-channel
+    calibration ranges and quantization scales)."""
+    names = [weight_name(op) for op in module.walk() if op.name == "top.weight"]
+    for op in module.walk():
+        for result in op.results:
+            names += encoding_entries(result.type)
+    return names
+
+
+def encoding_entries(t: Attribute) -> list[str]:
+    """Weight entries a tensor type's encoding names (its string parameters)."""
+    encoding = getattr(t, "encoding", None)
+    if not isinstance(encoding, ParametrizedAttribute):
+        return []
+    return [p.data for p in encoding.parameters if isinstance(p, StringAttr)]
 
 
 def save_weights(module: ModuleOp, path: str | Path) -> None:

@@ -205,8 +205,12 @@ def calibrate(
         tuned = tune(local.runner, samples, candidates, options.method, options.tune_num, advance)
         chosen.update({t.name: t.chosen for t in tuned})
     rows = [TableRow(n, chosen[n], ranges.low[n], ranges.high[n]) for n in names]
+    channels = {
+        n: (ranges.channel_low[n].tolist(), ranges.channel_high[n].tolist()) for n in names if n in ranges.channel_low
+    }
     table = CalibrationTable(
-        rows, histogram_bins=options.bins, samples=len(dataset), tune_num=options.tune_num, method=options.method
+        rows, channels, histogram_bins=options.bins, samples=len(dataset), tune_num=options.tune_num,
+        method=options.method,
     )
     return Result(table, tuned)
 

@@ -1,8 +1,9 @@
 """Streaming per-tensor statistics, collected by listeners on the TOP interpreter.
 
 Two passes over the samples, as TensorRT does: pass 1 keeps each named
-tensor's min and max (hence abs-max); pass 2 keeps a histogram of |x| over the
-fixed range [0, abs-max]. A ranged histogram cannot grow its range without
+tensor's min and max (hence abs-max), and for tensors of rank 2 and 4 the min
+and max of every channel (axis 1), for per-channel activation scales; pass 2
+keeps a histogram of |x| over the fixed range [0, abs-max]. A ranged histogram cannot grow its range without
 losing resolution, so fixing the range first keeps the bins exact. Memory
 holds one running min/max and one histogram per tensor, whatever the number of
 samples; partial statistics (per sample, or per worker) merge by min/max/sum.
@@ -20,6 +21,8 @@ from xdsl.ir import Operation
 from tpu_xdsl.interp.runner import tensor_names
 
 SKIPPED_OPS = ("top.weight", "top.none")
+# Ranks whose axis 1 is a channel axis (per-channel ranges are kept for these).
+CHANNEL_RANKS = (2, 4)
 
 
 def named_tensors(op: Operation, results: PythonValues) -> Iterator[tuple[str, np.ndarray]]:
@@ -49,10 +52,15 @@ class TensorRanges:
 
     `nonfinite` names the tensors that held inf or NaN: those values are left
     out of every statistic. `integral` names the integer and bool tensors.
+    `channel_low`/`channel_high` hold per-channel ranges (axis 1) of the finite
+    float tensors of rank 2 and 4.
     """
 
     low: dict[str, float] = field(default_factory=dict)
     high: dict[str, float] = field(default_factory=dict)
+    channel_low: dict[str, np.ndarray] = field(default_factory=dict)
+    channel_high: dict[str, np.ndarray] = field(default_factory=dict)
+    varying: set[str] = field(default_factory=set)  # channel counts differed between samples
     nonfinite: set[str] = field(default_factory=set)
     integral: set[str] = field(default_factory=set)
     samples: int = 0
@@ -72,6 +80,21 @@ class TensorRanges:
         if name in self.low:
             lo, hi = min(lo, self.low[name]), max(hi, self.high[name])
         self.low[name], self.high[name] = lo, hi
+        if value.ndim in CHANNEL_RANKS and not {name} & (self.nonfinite | self.integral | self.varying):
+            self._add_channels(name, value)
+
+    def _add_channels(self, name: str, value: np.ndarray) -> None:
+        axes = tuple(a for a in range(value.ndim) if a != 1)
+        lo, hi = value.min(axis=axes).astype(np.float64), value.max(axis=axes).astype(np.float64)
+        if name in self.channel_low:
+            if self.channel_low[name].shape != lo.shape:  # channels vary: no per-channel ranges
+                del self.channel_low[name], self.channel_high[name]
+                self.varying.add(name)
+                return
+            np.minimum(self.channel_low[name], lo, out=self.channel_low[name])
+            np.maximum(self.channel_high[name], hi, out=self.channel_high[name])
+        else:
+            self.channel_low[name], self.channel_high[name] = lo, hi
 
     def merge(self, other: TensorRanges) -> None:
         for name in other.low:
@@ -80,6 +103,20 @@ class TensorRanges:
                 self.high[name] = max(self.high[name], other.high[name])
             else:
                 self.low[name], self.high[name] = other.low[name], other.high[name]
+        for name, lo in other.channel_low.items():
+            hi = other.channel_high[name]
+            if name not in self.channel_low:
+                self.channel_low[name], self.channel_high[name] = lo.copy(), hi.copy()
+            elif self.channel_low[name].shape == lo.shape and name not in self.varying:
+                np.minimum(self.channel_low[name], lo, out=self.channel_low[name])
+                np.maximum(self.channel_high[name], hi, out=self.channel_high[name])
+        for name, lo in list(self.channel_low.items()):
+            if name in other.channel_low and other.channel_low[name].shape != lo.shape:
+                self.varying.add(name)
+        self.varying |= other.varying
+        for name in self.nonfinite | other.nonfinite | self.varying:
+            self.channel_low.pop(name, None)
+            self.channel_high.pop(name, None)
         self.nonfinite |= other.nonfinite
         self.integral |= other.integral
         self.samples += other.samples

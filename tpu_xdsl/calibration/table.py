@@ -13,6 +13,13 @@
 (TPU-MLIR spells the first header "genetated"; readers look for it, so it stays.)
 Lines starting with `#` are comments; every other non-blank line is one
 tensor: its name (no whitespace), the symmetric threshold, then min and max.
+
+Per-channel ranges (axis 1 of tensors of rank 2 and 4, for per-channel
+activation scales) follow in comment lines, which TPU-MLIR's reader skips:
+
+    #channel conv1 3 -1.2000000 0.9000000 -0.5000000 2.1000000 0.0000000 0.7000000
+
+the name, the channel count C, then min and max of each channel.
 """
 
 from __future__ import annotations
@@ -42,6 +49,8 @@ class TableRow:
 @dataclass
 class CalibrationTable:
     rows: list[TableRow]
+    # name -> (per-channel min, per-channel max), axis 1
+    channels: dict[str, tuple[list[float], list[float]]] = field(default_factory=dict)
     histogram_bins: int | None = None
     samples: int | None = None
     tune_num: int | None = None
@@ -64,8 +73,15 @@ class CalibrationTable:
         lines += ["###", "# op_name    threshold    min    max"]
         for row in self.rows:
             lines.append(f"{row.name} {row.threshold:.7f} {row.min:.7f} {row.max:.7f}")
+        if self.channels:
+            lines += ["###", "# per-channel ranges (axis 1): #channel op_name channels min_0 max_0 min_1 max_1 ..."]
+        for name, (low, high) in self.channels.items():
+            pairs = " ".join(f"{lo:.7f} {hi:.7f}" for lo, hi in zip(low, high, strict=True))
+            lines.append(f"{CHANNEL_PREFIX} {name} {len(low)} {pairs}")
         return "\n".join(lines) + "\n"
 
+
+CHANNEL_PREFIX = "#channel"
 
 _HEADERS = {
     "histogram number": "histogram_bins",
@@ -104,6 +120,9 @@ def read_table(path: str | Path) -> CalibrationTable:
     fix = "fix the line or make the table again with tpu-xdsl calibrate"
     for number, line in enumerate(text.splitlines(), start=1):
         stripped = line.strip()
+        if stripped.startswith(CHANNEL_PREFIX + " "):
+            _read_channels(table, stripped, f"{path}:{number}", fix)
+            continue
         if stripped.startswith("#"):
             _read_header(table, stripped)
             continue
@@ -137,6 +156,26 @@ def read_table(path: str | Path) -> CalibrationTable:
             f"{path}: no tensor rows; is this a calibration table? give the table tpu-xdsl calibrate wrote"
         )
     return table
+
+
+def _read_channels(table: CalibrationTable, line: str, where: str, fix: str) -> None:
+    fields = line.split()[1:]
+    try:
+        name, count = fields[0], int(fields[1])
+        values = [float(v) for v in fields[2:]]
+    except (IndexError, ValueError):
+        raise CalibrationTableError(
+            f"{where}: expected '{CHANNEL_PREFIX} name channels min max ...' with numbers: {line[:60]!r}; {fix}"
+        ) from None
+    if count < 1 or len(values) != 2 * count:
+        raise CalibrationTableError(
+            f"{where}: '{name}' has {len(values)} per-channel values for {count} channels (2 each); {fix}"
+        )
+    if not all(math.isfinite(v) for v in values):
+        raise CalibrationTableError(f"{where}: '{name}' has a non-finite per-channel value; {fix}")
+    if name in table.channels:
+        raise CalibrationTableError(f"{where}: per-channel ranges of '{name}' are listed twice; {fix}")
+    table.channels[name] = (values[0::2], values[1::2])
 
 
 def _read_header(table: CalibrationTable, line: str) -> None:

@@ -23,6 +23,13 @@ class CalibratedAttr(ParametrizedAttribute):
     max : "FloatAttr"
 
 
+class ChannelCalibratedAttr(ParametrizedAttribute):
+    threshold : "FloatAttr"
+    min : "FloatAttr"
+    max : "FloatAttr"
+    ranges : "StringAttr"
+
+
 class InputOp(IRDLOperation):
     input : Operand
     output : OpResult

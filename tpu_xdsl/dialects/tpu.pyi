@@ -23,6 +23,10 @@ class UniformAttr(ParametrizedAttribute):
     zero_point : "IntegerAttr"
 
 
+class ChannelUniformAttr(ParametrizedAttribute):
+    scales : "StringAttr"
+
+
 class LgInfoAttr(ParametrizedAttribute):
     out_addr : "IntegerAttr"
     out_size : "IntegerAttr"
@@ -703,6 +707,7 @@ class TopkOp(IRDLOperation):
 
 class CastOp(IRDLOperation):
     input : Operand
+    scales : VarOperand
     output : OpResult
     scale : FloatAttr | None
     zero_point : IntegerAttr | None

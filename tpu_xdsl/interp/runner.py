@@ -13,7 +13,7 @@ from xdsl.interpreters.func import FuncFunctions
 from xdsl.ir import Operation
 
 from tpu_xdsl.errors import TpuXdslError
-from tpu_xdsl.quant import QParams
+from tpu_xdsl.quant import ChannelQParams, QParams
 
 
 class InputMismatchError(TpuXdslError):
@@ -121,14 +121,17 @@ def arrange_inputs(module: ModuleOp, inputs: Mapping[str, np.ndarray]) -> list[n
     return arranged
 
 
-def tensor_qparams(module: ModuleOp) -> dict[str, QParams]:
-    """The quantization of every named INT8 tensor of the module (from its type)."""
+def tensor_qparams(module: ModuleOp) -> dict[str, QParams | ChannelQParams]:
+    """The quantization of every named INT8 tensor of the module (from its type; per-channel
+    scales from the module's weight table)."""
     from tpu_xdsl.dialects.quant_types import qparams_of
+    from tpu_xdsl.weights import weights_of
 
-    found: dict[str, QParams] = {}
+    weights = weights_of(module)
+    found: dict[str, QParams | ChannelQParams] = {}
     for op in module.walk():
         for name, result in zip(tensor_names(op), op.results):
-            qparams = qparams_of(result.type)
+            qparams = qparams_of(result.type, weights)
             if qparams is not None:
                 found[name] = qparams
     return found

@@ -3,6 +3,7 @@
 
     tpu-xdsl deploy N.mlir --quantize F32|F16|BF16|INT8 [--asymmetric] --chip bm1684x \\
         [--calibration-table N_cali_table] [--quantize-table Q] [--quant-input] [--quant-output] \\
+        [--per-channel-activations] \\
         --test-input x.npz --test-reference N_top_outputs.npz [--tolerance C,E] -o N_int8.mlir
 
 It attaches the calibration table (`import-calibration`), lowers
@@ -31,6 +32,10 @@ def add_parser(subparsers) -> None:
     p.add_argument("--quantize", required=True, help="F32, F16, BF16 or INT8")
     p.add_argument("--chip", default="bm1684x", help="bm1684x (default) or cv183x")
     p.add_argument("--asymmetric", action="store_true", help="INT8 activations as uint8 with zero points")
+    p.add_argument(
+        "--per-channel-activations", action="store_true",
+        help="INT8 activations with one scale per channel (from the table's per-channel ranges)",
+    )
     p.add_argument("--calibration-table", help="the calibration table (from tpu-xdsl calibrate); INT8 needs it")
     p.add_argument("--quantize-table", help="per-op modes for mixed precision: lines 'op_name MODE'")
     p.add_argument("--quant-input", action="store_true", help="INT8 model inputs (no float cast at the inputs)")
@@ -172,7 +177,8 @@ def deploy(args: argparse.Namespace) -> int:
             )
     try:
         fallbacks = lower_top_to_tpu(
-            module, mode, chip.name, args.asymmetric, args.quantize_table, args.quant_input, args.quant_output
+            module, mode, chip.name, args.asymmetric, args.quantize_table, args.quant_input, args.quant_output,
+            args.per_channel_activations,
         )
     except LoweringError as e:
         if imported is None or not (imported.missing and imported.unused):
@@ -189,6 +195,7 @@ def deploy(args: argparse.Namespace) -> int:
         print(f"note: {line}")
     save_module(module, output, dict(weights_of(module)))
     asym = " asymmetric" if args.asymmetric and mode == "INT8" else ""
+    asym += " per-channel activations" if args.per_channel_activations and mode == "INT8" else ""
     print(f"wrote {output} and {output.stem}_weights.npz ({mode}{asym}, {chip.name})")
     if feeds is None or reference is None:
         return 0

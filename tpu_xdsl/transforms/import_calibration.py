@@ -3,7 +3,10 @@
 Every float tensor of @main whose name has a row in the table gets the type
 `tensor<..., #top.calibrated<threshold, min, max>>` (TPU-MLIR's calibrated
 type), so the ranges are visible in the `.mlir` and INT8 lowering reads them
-from the IR. The module state becomes TOP_CALIBRATED.
+from the IR. Per-channel ranges, when the table has them, go to the weight
+file ([2, C]: min, max) and the type names the entry:
+`#top.channel_calibrated<threshold, min, max, "conv1_channel_ranges">`. The
+module state becomes TOP_CALIBRATED.
 
 A table without rows for most of the module's tensors was made for another
 model: an error. Tensors without a row, and rows naming no tensor, are warnings
@@ -15,6 +18,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 
+import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
 from xdsl.passes import ModulePass
@@ -25,6 +29,7 @@ from tpu_xdsl.dialects.quant_types import FLOAT_TYPES, Calibration, calibrated_t
 from tpu_xdsl.errors import TpuXdslError
 from tpu_xdsl.interp.runner import main_func, tensor_names
 from tpu_xdsl.transforms.matching import sync_function_type
+from tpu_xdsl.weights import weights_of
 
 CALIBRATED_STATE = "TOP_CALIBRATED"
 _UNCALIBRATED_OPS = ("top.weight", "top.none")
@@ -66,6 +71,19 @@ def _is_float_tensor(t) -> bool:
     return isinstance(t, TensorType) and isinstance(t.element_type, FLOAT_TYPES)
 
 
+def _channel_ranges(module: ModuleOp, name: str, t: TensorType, table: CalibrationTable) -> str | None:
+    """The weight entry holding the tensor's per-channel [min; max], added when the table
+    has them for a tensor of that channel count."""
+    found = table.channels.get(name)
+    shape = t.get_shape()
+    if found is None or len(shape) < 2 or len(found[0]) != shape[1]:
+        return None
+    store = weights_of(module)
+    entry = store.unique_name(f"{name}_channel_ranges")
+    store[entry] = np.array(found, dtype=np.float32)
+    return entry
+
+
 def import_calibration(module: ModuleOp, table: CalibrationTable, source: str) -> CalibrationImport:
     """Set the calibrated type of every float tensor of @main that `table` has a row for."""
     rows = table.by_name()
@@ -81,7 +99,8 @@ def import_calibration(module: ModuleOp, table: CalibrationTable, source: str) -
             if row is None:
                 result.missing.append(name)
                 continue
-            new_type = calibrated_type(value.type, Calibration(row.threshold, row.min, row.max))  # type: ignore[arg-type]
+            ranges = _channel_ranges(module, name, value.type, table)  # type: ignore[arg-type]
+            new_type = calibrated_type(value.type, Calibration(row.threshold, row.min, row.max, ranges))  # type: ignore[arg-type]
             Rewriter.replace_value_with_new_type(value, new_type)
             result.calibrated.append(name)
     if len(result.missing) > len(result.calibrated):

@@ -1,6 +1,7 @@
 """lower-top-to-tpu: TOP ops to their chip-level TPU counterparts in F32, F16, BF16 or INT8.
 
-    lower-top-to-tpu{mode=INT8 chip=bm1684x asymmetric=false qtable=q.txt quant_input=false quant_output=false}
+    lower-top-to-tpu{mode=INT8 chip=bm1684x asymmetric=false qtable=q.txt quant_input=false
+                     quant_output=false per_channel_activations=false}
 
 Pattern families, one per kind of op (`tpu_xdsl/transforms/lowering/`),
 rewrite the ops of @main in program order, so each finds its operands
@@ -10,7 +11,11 @@ already lowered:
 - INT8 (`int8_conv`, `int8_eltwise`, `int8_pool`): per-channel weights,
   int32 bias, multiplier/shift requantization, lookup tables, scale-keeping
   data movement. INT8 reads the calibrated ranges of the TOP tensors
-  (`import-calibration`); S = threshold / 128, uint8 when asymmetric.
+  (`import-calibration`); S = threshold / 128, uint8 when asymmetric. With
+  `per_channel_activations`, tensors of rank 2 and 4 get one scale per
+  channel (axis 1) from the table's per-channel ranges where their consumers
+  can take them (convs and matmuls fold them into their weights, the others
+  into per-channel multipliers and tables).
 
 The chip's capability table decides which modes exist. A quantize table
 (`qtable`, lines `op_name MODE`) sets the mode of single ops; ops INT8 cannot
@@ -28,13 +33,12 @@ from dataclasses import dataclass
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, TensorType
+from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tpu_xdsl.device.chip import check_mode, chip_config
-from tpu_xdsl.dialects import op_class
 from tpu_xdsl.dialects.quant_types import calibration_of, qparams_of, quantized_type
 from tpu_xdsl.interp.dtypes import element_type, numpy_dtype
 from tpu_xdsl.interp.runner import input_ops, main_func, tensor_names
@@ -82,6 +86,7 @@ def lower_top_to_tpu(
     qtable: str | None = None,
     quant_input: bool = False,
     quant_output: bool = False,
+    per_channel_activations: bool = False,
 ) -> list[Fallback]:
     """Lower `module` in place; returns the ops that fell back from INT8 to a float mode."""
     chip = chip_config(chip_name)
@@ -91,7 +96,7 @@ def lower_top_to_tpu(
         raise LoweringError(f"module.state is {state.data}: lower-top-to-tpu takes a TOP module")
     names = [n for o in main_func(module).body.block.ops for n in tensor_names(o)]
     table = read_quantize_table(qtable, names, chip) if qtable else {}
-    ctx = LoweringContext(module, chip, mode, asymmetric, table)
+    ctx = LoweringContext(module, chip, mode, asymmetric, table, per_channel_activations)
     int8 = mode == "INT8" or "INT8" in table.values()
     if int8 and not _is_calibrated(module):
         raise LoweringError(
@@ -99,6 +104,8 @@ def lower_top_to_tpu(
             "(tpu-xdsl deploy --calibration-table, or the import-calibration pass first); "
             "tpu-xdsl calibrate writes it"
         )
+    if per_channel_activations and int8:
+        _check_per_channel(module, asymmetric)
     if (quant_input or quant_output) and not int8:
         raise LoweringError(f"quant_input/quant_output keep INT8 at the model's boundary; mode {mode} has none")
     if quant_input:
@@ -114,7 +121,7 @@ def lower_top_to_tpu(
             pattern.match_and_rewrite(op, rewriter)
             if rewriter.has_done_action:
                 break
-    _cast_outputs(module, quant_output)
+    _cast_outputs(ctx, quant_output)
     from tpu_xdsl.transforms.top_dce import TopDce
 
     TopDce().apply(Context(), module)  # the f32 weights that were converted
@@ -125,6 +132,19 @@ def lower_top_to_tpu(
     if asymmetric and int8:
         module.attributes["module.asymmetric"] = StringAttr("true")
     return ctx.fallbacks
+
+
+def _check_per_channel(module: ModuleOp, asymmetric: bool) -> None:
+    if asymmetric:
+        raise LoweringError(
+            "per-channel activation scales are symmetric (zero point 0); use them without asymmetric"
+        )
+    ops = main_func(module).body.block.ops
+    if not any((c := calibration_of(r.type)) is not None and c.ranges for op in ops for r in op.results):
+        raise LoweringError(
+            "per-channel activation scales need per-channel ranges, and the calibration table has none: "
+            "make the table again with tpu-xdsl calibrate, which records them"
+        )
 
 
 def _is_calibrated(module: ModuleOp) -> bool:
@@ -145,31 +165,23 @@ def _quantize_inputs(module: ModuleOp, asymmetric: bool) -> None:
     sync_function_type(main_func(module))
 
 
-def _cast_outputs(module: ModuleOp, quant_output: bool) -> None:
+def _cast_outputs(ctx: LoweringContext, quant_output: bool) -> None:
     """Every output back in f32 (`{name}_f32`), INT8 ones kept with `quant_output`."""
-    ret = main_func(module).body.block.last_op
+    ret = main_func(ctx.module).body.block.last_op
     assert ret is not None
     for i, value in enumerate(list(ret.operands)):
         t = value.type
         if not isinstance(t, TensorType):
             continue
-        qparams = qparams_of(t)
+        qparams = qparams_of(t, ctx.weights)
         if qparams is not None and quant_output:
             continue
         if qparams is None and (not is_float_tensor(t) or numpy_dtype(t.element_type) == np.float32):
             continue
-        attributes = {"names": ArrayAttr([StringAttr(f"{value_name(value, f'output{i}')}_f32")])}
-        if qparams is not None:
-            from tpu_xdsl.dialects.attr_values import from_py
-
-            attributes["scale"] = from_py(qparams.scale)
-            if qparams.zero_point:
-                attributes["zero_point"] = from_py(qparams.zero_point)
-        cast = op_class("tpu.cast").build(
-            operands=[value],
-            result_types=[TensorType(element_type(np.float32), t.get_shape())],
-            attributes=attributes,
-        )
+        target = TensorType(element_type(np.float32), t.get_shape())
+        cast = ctx.cast_op(value, target, f"{value_name(value, f'output{i}')}_f32", qparams)
+        for reader in cast.operands[1:]:
+            Rewriter.insert_op(reader.owner, InsertPoint.before(ret))  # type: ignore[arg-type]
         Rewriter.insert_op(cast, InsertPoint.before(ret))
         ret.operands[i] = cast.results[0]
 
@@ -199,10 +211,12 @@ class LowerTopToTpuPass(ModulePass):
     qtable: str = ""
     quant_input: bool = False
     quant_output: bool = False
+    per_channel_activations: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         fallbacks = lower_top_to_tpu(
-            op, self.mode, self.chip, self.asymmetric, self.qtable or None, self.quant_input, self.quant_output
+            op, self.mode, self.chip, self.asymmetric, self.qtable or None, self.quant_input, self.quant_output,
+            self.per_channel_activations,
         )
         for line in report_fallbacks(fallbacks):
             print(f"note: {line}", file=sys.stderr)

@@ -3,10 +3,12 @@ conversions of values between float and INT8.
 
 Patterns lower ops in program order, so the operands of the op being lowered
 are already TPU values, and their types say how they are held: an int8/uint8
-type with `#tpu.uniform<scale, zp>`, or a float type (keeping its
+type with `#tpu.uniform<scale, zp>` (or, with per-channel activation scales,
+`#tpu.channel_uniform<"entry">`), or a float type (keeping its
 `#top.calibrated` range when calibrated). `as_int8` and `as_float` insert the
-`tpu.cast` a consumer needs (once per value and type, right after the
-producer), so mixed precision needs no separate pass.
+`tpu.cast` (or `tpu.requant`, per channel to per tensor) a consumer needs, once
+per value and type, right after the producer, so mixed precision needs no
+separate pass.
 """
 
 from __future__ import annotations
@@ -22,14 +24,22 @@ from tpu_xdsl.device.chip import ChipConfig
 from tpu_xdsl.dialects import op_class
 from tpu_xdsl.dialects.quant_types import (
     FLOAT_TYPES,
+    Calibration,
     calibration_of,
+    is_quantized,
     qparams_of,
     quantized_type,
 )
 from tpu_xdsl.errors import TpuXdslError
 from tpu_xdsl.interp.dtypes import element_type, numpy_dtype
 from tpu_xdsl.interp.runner import tensor_names
-from tpu_xdsl.quant import QParams, activation_qparams
+from tpu_xdsl.quant import (
+    ChannelQParams,
+    QParams,
+    activation_qparams,
+    channel_qparams,
+    quantize_multiplier,
+)
 from tpu_xdsl.transforms.matching import attr
 from tpu_xdsl.weights import create_weight, weight_name, weights_of
 
@@ -69,6 +79,19 @@ def is_float_tensor(t: Attribute) -> bool:
     return isinstance(t, TensorType) and isinstance(t.element_type, FLOAT_TYPES)
 
 
+AnyQParams = QParams | ChannelQParams
+# Ranks whose axis 1 is the channel axis per-channel activation scales run along
+# ([N, C] and [N, C, H, W]).
+CHANNEL_RANKS = (2, 4)
+
+
+def scale_vector(qparams: AnyQParams, channels: int) -> np.ndarray:
+    """One scale per channel, broadcast from a per-tensor or one-channel quantization."""
+    if isinstance(qparams, ChannelQParams):
+        return np.broadcast_to(qparams.scales, (channels,)).astype(np.float64)
+    return np.full(channels, qparams.scale)
+
+
 @dataclass(frozen=True)
 class Fallback:
     """An op asked to run in INT8 that runs in a float mode instead, and why."""
@@ -89,12 +112,17 @@ class LoweringContext:
         mode: str,
         asymmetric: bool = False,
         qtable: dict[str, str] | None = None,
+        per_channel: bool = False,
     ):
         self.module = module
         self.chip = chip
         self.mode = mode
         self.asymmetric = asymmetric
         self.qtable = qtable or {}
+        self.per_channel = per_channel
+        self.weights = weights_of(module)
+        # For per-channel values: the per-tensor quantization a consumer that needs one gets.
+        self._per_tensor: dict[SSAValue, QParams] = {}
         # Ops without INT8 kernels run in the most precise float mode the chip has.
         self.fallback_mode = next(m for m in ("F32", "F16", "BF16") if chip.supports(m))
         self.fallbacks: list[Fallback] = []
@@ -126,76 +154,167 @@ class LoweringContext:
 
     # -- quantization parameters -------------------------------------------------
 
-    def calibrated_qparams(self, value: SSAValue, user: Operation) -> QParams:
+    def qparams(self, value: SSAValue) -> AnyQParams:
+        found = qparams_of(value.type, self.weights)
+        assert found is not None, f"{value_name(value)} is not INT8"
+        return found
+
+    def _calibration(self, value: SSAValue, what: str) -> Calibration:
         calibration = calibration_of(value.type)
         if calibration is None:
             raise LoweringError(
-                f"tensor '{value_name(value)}' has no calibrated range, but INT8 {describe(user)} needs one: "
-                "the calibration table has no row for it; use the table made for this model, "
-                "or run the op in a float mode with a quantize table"
+                f"tensor '{value_name(value)}' {what} has no calibrated range: the calibration table has no "
+                "row for it; use the table made for this model, or run the op in a float mode with a "
+                "quantize table"
             )
+        return calibration
+
+    def calibrated_qparams(self, value: SSAValue, user: Operation) -> QParams:
+        calibration = self._calibration(value, f"read by INT8 {describe(user)}")
         return activation_qparams(calibration.threshold, calibration.min, calibration.max, self.asymmetric)
 
-    def output_qparams(self, op: Operation, index: int = 0) -> QParams:
-        """The quantization of a TOP op's result from its calibrated range (a fused
-        ReLU's limit clips the range)."""
+    def output_qparams(self, op: Operation, index: int = 0, channels: bool = False) -> AnyQParams:
+        """The quantization of a TOP op's result from its calibrated range (a fused ReLU
+        clips the range). Per channel when asked (`channels`), enabled, and the table
+        has the result's per-channel ranges."""
         value = op.results[index]
-        calibration = calibration_of(value.type)
-        if calibration is None:
-            raise LoweringError(
-                f"tensor '{value_name(value)}' of {describe(op)} has no calibrated range: the calibration "
-                "table has no row for it; use the table made for this model, or run the op in a float mode "
-                "with a quantize table"
-            )
+        calibration = self._calibration(value, f"of {describe(op)}")
         low, high = calibration.min, calibration.max
-        if attr(op, "do_relu", False):
+        relu = bool(attr(op, "do_relu", False))
+        limit = attr(op, "relu_limit") if relu else None
+        if relu:
             low = max(low, 0.0)
-            limit = attr(op, "relu_limit")
             if limit is not None and limit > 0:
                 high = min(high, float(limit))
-        return activation_qparams(calibration.threshold, low, high, self.asymmetric)
+        per_tensor = activation_qparams(calibration.threshold, low, high, self.asymmetric)
+        rank = len(value.type.get_shape())  # type: ignore[attr-defined]
+        if not (channels and self.per_channel and calibration.ranges and rank in CHANNEL_RANKS):
+            return per_tensor
+        ranges = np.asarray(self.weights[calibration.ranges], np.float64)
+        lows, highs = ranges[0], ranges[1]
+        if relu:
+            lows = np.maximum(lows, 0.0)
+            if limit is not None and limit > 0:
+                highs = np.minimum(highs, float(limit))
+        found = channel_qparams(lows, highs, calibration.threshold)
+        # Scales are stored as float32 (the weight entry): use exactly what is stored.
+        return ChannelQParams(found.scales.astype(np.float32), found.dtype)
+
+    def result_type(self, op: Operation, qparams: AnyQParams, index: int = 0, like: SSAValue | None = None) -> TensorType:
+        """The INT8 type of `op`'s result `index`. Per-channel scales go to a new weight
+        entry (or the entry of `like`, a value with the same scales); the per-tensor
+        quantization a consumer may need instead is remembered."""
+        value = op.results[index]
+        shape = value.type.get_shape()  # type: ignore[attr-defined]
+        if not isinstance(qparams, ChannelQParams):
+            return quantized_type(shape, qparams)
+        if like is not None and is_quantized(like.type):
+            entry = like.type.encoding.scales.data  # type: ignore[attr-defined]
+        else:
+            entry = self.weights.unique_name(f"{value_name(value)}_scales")
+            self.weights[entry] = qparams.scales.astype(np.float32)
+        return quantized_type(shape, qparams, entry)
+
+    def remember_per_tensor(self, new_value: SSAValue, op: Operation, index: int = 0, like: SSAValue | None = None) -> None:
+        """Record the per-tensor quantization of a per-channel result: from the TOP
+        result's own calibrated range, else that of `like`."""
+        if not isinstance(qparams_of(new_value.type, self.weights), ChannelQParams):
+            return
+        calibration = calibration_of(op.results[index].type)
+        if calibration is not None:
+            self._per_tensor[new_value] = activation_qparams(
+                calibration.threshold, calibration.min, calibration.max, self.asymmetric
+            )
+        elif like is not None and like in self._per_tensor:
+            self._per_tensor[new_value] = self._per_tensor[like]
 
     # -- conversions ------------------------------------------------------------------
 
-    def as_int8(self, value: SSAValue, user: Operation) -> SSAValue:
-        """`value` as an INT8 tensor: itself, or a quantizing `tpu.cast` of it."""
-        if qparams_of(value.type) is not None:
-            return value
-        if not is_float_tensor(value.type):
-            raise LoweringError(f"INT8 {describe(user)} reads '{value_name(value)}' of type {value.type}")
-        qparams = self.calibrated_qparams(value, user)
-        target = quantized_type(value.type.get_shape(), qparams)  # type: ignore[attr-defined]
-        suffix = "int8" if qparams.dtype == np.int8 else "uint8"
-        return self._convert(value, target, f"{value_name(value)}_{suffix}", qparams)
+    def as_int8(self, value: SSAValue, user: Operation, channels: bool = False) -> SSAValue:
+        """`value` as an INT8 tensor: itself, a quantizing `tpu.cast` of it, or (for a
+        per-channel value read by an op that needs one scale, `channels` False) a
+        `tpu.requant` to its per-tensor quantization."""
+        t = value.type
+        if is_quantized(t):
+            qparams = self.qparams(value)
+            if channels or not isinstance(qparams, ChannelQParams):
+                return value
+            return self._to_per_tensor(value, qparams)
+        if not is_float_tensor(t):
+            raise LoweringError(f"INT8 {describe(user)} reads '{value_name(value)}' of type {t}")
+        target_qparams = self.calibrated_qparams(value, user)
+        target = quantized_type(t.get_shape(), target_qparams)  # type: ignore[attr-defined]
+        suffix = "int8" if target_qparams.dtype == np.int8 else "uint8"
+        return self._convert(value, target, f"{value_name(value)}_{suffix}", target_qparams)
+
+    def _to_per_tensor(self, value: SSAValue, qparams: ChannelQParams) -> SSAValue:
+        target_qparams = self._per_tensor[value]
+        target = quantized_type(value.type.get_shape(), target_qparams)  # type: ignore[attr-defined]
+        key = (value, target)
+        if key in self._conversions:
+            return self._conversions[key]
+        pairs = [quantize_multiplier(float(s / target_qparams.scale)) for s in qparams.scales]
+        from tpu_xdsl.dialects.attr_values import from_py
+
+        attributes = {
+            "names": ArrayAttr([StringAttr(f"{value_name(value)}_per_tensor")]),
+            "multiplier": from_py([m for m, _ in pairs]),
+            "rshift": from_py([r for _, r in pairs]),
+            "axis": from_py(1),
+            "round_mode": from_py("half_away_from_zero"),
+        }
+        if target_qparams.zero_point:
+            attributes["zero_point"] = from_py(target_qparams.zero_point)
+        op = op_class("tpu.requant").build(operands=[value], result_types=[target], attributes=attributes)
+        return self._insert_after_producer(value, op, key)
 
     def as_float(self, value: SSAValue, dtype: np.dtype) -> SSAValue:
         """`value` in the float type `dtype`: itself, or a converting `tpu.cast`."""
         t = value.type
         if not isinstance(t, TensorType):
             return value
-        qparams = qparams_of(t)
+        qparams = qparams_of(t, self.weights)
         if qparams is None and (not is_float_tensor(t) or numpy_dtype(t.element_type) == dtype):
             return value
         target = TensorType(element_type(dtype), t.get_shape(), t.encoding if qparams is None else _no_encoding())
         return self._convert(value, target, f"{value_name(value)}_{dtype}", qparams)
 
-    def _convert(self, value: SSAValue, target: TensorType, name: str, qparams: QParams | None) -> SSAValue:
+    def _convert(self, value: SSAValue, target: TensorType, name: str, qparams: AnyQParams | None) -> SSAValue:
         key = (value, target)
         if key in self._conversions:
             return self._conversions[key]
-        attributes: dict[str, Attribute] = {"names": ArrayAttr([StringAttr(name)])}
-        if qparams is not None:
-            from tpu_xdsl.dialects.attr_values import from_py
+        cast = self.cast_op(value, target, name, qparams)
+        return self._insert_after_producer(value, cast, key, *cast.operands[1:])
 
+    def cast_op(self, value: SSAValue, target: TensorType, name: str, qparams: AnyQParams | None) -> Operation:
+        """A detached `tpu.cast` of `value` to `target`; per-channel scales are read by a
+        `top.weight` of their entry (the cast's second operand), inserted before the cast."""
+        from tpu_xdsl.dialects.attr_values import from_py
+
+        attributes: dict[str, Attribute] = {"names": ArrayAttr([StringAttr(name)])}
+        scales: list[SSAValue] = []
+        if isinstance(qparams, QParams):
             attributes["scale"] = from_py(qparams.scale)
             if qparams.zero_point:
                 attributes["zero_point"] = from_py(qparams.zero_point)
-        cast = op_class("tpu.cast").build(operands=[value], result_types=[target], attributes=attributes)
+        elif isinstance(qparams, ChannelQParams):
+            entry = value.type.encoding.scales.data  # type: ignore[attr-defined]
+            reader = op_class("top.weight").build(
+                result_types=[TensorType(element_type(np.float32), [qparams.scales.size])],
+                attributes={"names": ArrayAttr([StringAttr(entry)])},
+            )
+            scales.append(reader.results[0])
+        return op_class("tpu.cast").build(operands=[value, scales], result_types=[target], attributes=attributes)
+
+    def _insert_after_producer(self, value: SSAValue, op: Operation, key, *readers: SSAValue) -> SSAValue:
         owner = value.owner
         point = InsertPoint.after(owner) if isinstance(owner, Operation) else InsertPoint.at_start(owner)  # type: ignore[arg-type]
-        Rewriter.insert_op(cast, point)
-        self._conversions[key] = cast.results[0]
-        return cast.results[0]
+        for reader in readers:
+            Rewriter.insert_op(reader.owner, point)  # type: ignore[arg-type]
+            point = InsertPoint.after(reader.owner)  # type: ignore[arg-type]
+        Rewriter.insert_op(op, point)
+        self._conversions[key] = op.results[0]
+        return op.results[0]
 
     # -- weights -------------------------------------------------------------------------
 

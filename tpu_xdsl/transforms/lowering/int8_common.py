@@ -15,6 +15,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 
 from tpu_xdsl.dialects.attr_values import from_py
+from tpu_xdsl.dialects.quant_types import is_quantized
 from tpu_xdsl.quant import QParams, quantize_multiplier
 from tpu_xdsl.transforms.lowering.context import LoweringContext
 from tpu_xdsl.transforms.lowering.float_ops import tpu_class
@@ -38,8 +39,12 @@ class Int8Pattern(RewritePattern):
         if op.name.split(".", 1)[1] not in self.kinds or self.ctx.op_mode(op) != "INT8":
             return
         new = self.lower(op)
-        if new is not None:
-            rewriter.replace(op, new)
+        if new is None:
+            return
+        data = next((v for v in new.operands if is_quantized(v.type) and v.owner.name != "top.weight"), None)
+        for index, result in enumerate(new.results):
+            self.ctx.remember_per_tensor(result, op, index, like=data)
+        rewriter.replace(op, new)
 
     def lower(self, op: Operation) -> Operation | None:
         raise NotImplementedError

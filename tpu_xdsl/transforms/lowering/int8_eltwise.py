@@ -18,10 +18,15 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.rewriter import Rewriter
 
 from tpu_xdsl.dialects.attr_values import op_attrs
-from tpu_xdsl.dialects.quant_types import qparams_of, quantized_type
+from tpu_xdsl.dialects.quant_types import quantized_type
 from tpu_xdsl.interp.kernels import ResultSpec, load_all
-from tpu_xdsl.quant import QParams, quantize_multipliers, weight_scales
-from tpu_xdsl.transforms.lowering.context import value_name
+from tpu_xdsl.quant import ChannelQParams, QParams, quantize_multipliers, weight_scales
+from tpu_xdsl.transforms.lowering.context import (
+    CHANNEL_RANKS,
+    AnyQParams,
+    scale_vector,
+    value_name,
+)
 from tpu_xdsl.transforms.lowering.int8_common import (
     Int8Pattern,
     build_tpu,
@@ -51,8 +56,14 @@ def scalar_operand(ctx, op: Operation) -> tuple[int, np.ndarray] | None:
     return None
 
 
+def channel_rank(value: SSAValue) -> bool:
+    """Whether a tensor's axis 1 is a channel axis per-channel scales can run along."""
+    return len(shape(value)) in CHANNEL_RANKS
+
+
 class LutInt8(Int8Pattern):
-    """A function of one INT8 tensor -> tpu.lut with a 256-entry table of the output type."""
+    """A function of one INT8 tensor -> tpu.lut with a 256-entry table of the output type
+    ([C, 256], a table per channel, when the input or output has per-channel scales)."""
 
     kinds = UNARY_LUT_KINDS + BINARY_LUT_KINDS
 
@@ -68,58 +79,81 @@ class LutInt8(Int8Pattern):
             tensor = op.operands[index]
         else:
             index, constant, tensor = 0, None, op.operands[0]
-        x = self.ctx.as_int8(tensor, op)
-        si = qparams_of(x.type)
-        assert si is not None
-        so = self.ctx.output_qparams(op)
-        table = lookup_table(kind, op_attrs(op), si, so, index, constant)
+        channels = channel_rank(op.results[0])
+        x = self.ctx.as_int8(tensor, op, channels=channels)
+        si = self.ctx.qparams(x)
+        so = self.ctx.output_qparams(op, channels=channels)
+        count = shape(op.results[0])[1] if channels else 1
+        table = lookup_table(kind, op_attrs(op), si, so, count, index, constant)
         table_value = self.ctx.add_weight(f"{value_name(op.results[0], kind)}_lut", table, op)
         from tpu_xdsl.dialects import op_class
 
         return op_class("tpu.lut").build(
             operands=[x, table_value],
-            result_types=[quantized_type(shape(op.results[0]), so)],
+            result_types=[self.ctx.result_type(op, so)],
             attributes={"names": op.attributes["names"]} if "names" in op.attributes else {},
         )
 
 
 def lookup_table(
-    kind: str, attrs: dict, si: QParams, so: QParams, index: int = 0, constant: np.ndarray | None = None
+    kind: str,
+    attrs: dict,
+    si: AnyQParams,
+    so: AnyQParams,
+    channels: int = 1,
+    index: int = 0,
+    constant: np.ndarray | None = None,
 ) -> np.ndarray:
     """The table of `kind` for input quantization `si` and output `so`: entry b is the
-    output code of the input code whose byte is b."""
-    codes = np.arange(256, dtype=np.uint8).view(si.dtype)
-    real = si.dequantize(codes)
+    output code of the input code whose byte is b; one row of 256 per channel when
+    either quantization has per-channel scales."""
+    codes = np.arange(256, dtype=np.uint8).view(si.dtype).astype(np.float64)
+    per_channel = isinstance(si, ChannelQParams) or isinstance(so, ChannelQParams)
+    if per_channel:
+        real = (codes[None, :] - si.zero_point) * scale_vector(si, channels)[:, None]
+    else:
+        real = (codes - si.zero_point) * si.scale  # type: ignore[union-attr]
     inputs = [real] if constant is None else ([real, constant] if index == 0 else [constant, real])
     inputs = [np.asarray(v, dtype=np.float32) for v in inputs]
-    (values,) = load_all()[kind](inputs, attrs, [ResultSpec((256,), np.dtype(np.float32))])
-    return so.quantize(np.asarray(values, dtype=np.float64))
+    (values,) = load_all()[kind](inputs, attrs, [ResultSpec(real.shape, np.dtype(np.float32))])
+    values = np.asarray(values, dtype=np.float64)
+    if not per_channel:
+        return so.quantize(values)
+    out = QParams(1.0, so.zero_point, so.dtype)
+    return out.quantize(values / scale_vector(so, channels)[:, None])
 
 
 class EltwiseInt8(Int8Pattern):
-    """add, sub, mul of two tensors -> INT8 tpu.add/sub/mul with rescaling multipliers."""
+    """add, sub, mul of two tensors -> INT8 tpu.add/sub/mul with rescaling multipliers:
+    per input (add, sub: one shared shift) or per channel and input (2C multipliers,
+    first input's then the second's) when scales are per channel."""
 
     kinds = ("add", "sub", "mul")
 
     def lower(self, op: Operation) -> Operation | None:
-        operands = [self.operand(v, op) for v in op.operands]
-        params = [qparams_of(v.type) for v in operands]
-        assert all(p is not None for p in params)
-        sa, sb = params  # type: ignore[misc]
-        so = self.ctx.output_qparams(op)
+        out = op.results[0]
+        # Constants are quantized per tensor, so only the tensors' ranks matter.
+        tensors = [v for v in op.operands if self.ctx.weight_array(v) is None]
+        channels = channel_rank(out) and all(len(shape(v)) == len(shape(out)) for v in tensors)
+        operands = [self.operand(v, op, channels) for v in op.operands]
+        sa, sb = (self.ctx.qparams(v) for v in operands)
+        so = self.ctx.output_qparams(op, channels=channels)
+        per_channel = any(isinstance(q, ChannelQParams) for q in (sa, sb, so))
+        count = shape(out)[1] if per_channel else 1
+        va, vb, vo = (scale_vector(q, count) for q in (sa, sb, so))
         if op.name == "top.mul":
-            multipliers, rshifts = per_channel_multipliers([sa.scale * sb.scale / so.scale])
+            multipliers, rshifts = per_channel_multipliers(va * vb / vo)
         else:
             sign = -1.0 if op.name == "top.sub" else 1.0
-            multipliers, shift = quantize_multipliers([sa.scale / so.scale, sign * sb.scale / so.scale])
+            multipliers, shift = quantize_multipliers([*(va / vo), *(sign * vb / vo)])
             rshifts = [shift]
-        extra = {**requant_attrs(multipliers, rshifts), **zero_point_attrs([sa, sb], so)}  # type: ignore[list-item]
-        return build_tpu(op, operands, [quantized_type(shape(op.results[0]), so)], extra)
+        extra = {**requant_attrs(multipliers, rshifts), **zero_point_attrs([sa, sb], so)}
+        return build_tpu(op, operands, [self.ctx.result_type(op, so)], extra)
 
-    def operand(self, value: SSAValue, op: Operation) -> SSAValue:
+    def operand(self, value: SSAValue, op: Operation, channels: bool) -> SSAValue:
         constant = self.ctx.weight_array(value)
         if constant is None:
-            return self.ctx.as_int8(value, op)
+            return self.ctx.as_int8(value, op, channels=channels)
         (scale,) = weight_scales(constant, None)
         qparams = QParams(scale, 0, np.int8)
         q = np.maximum(qparams.quantize(constant), -127).astype(np.int8)

