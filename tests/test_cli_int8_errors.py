@@ -499,7 +499,7 @@ def deploy_int8(capsys, top: Top, out: Path, *extra) -> tuple[str, str]:
 
 def test_deploy_int8_with_a_calibrate_table(top, tmp_path, capsys):
     stdout, text = deploy_int8(capsys, top, tmp_path / "m_int8.mlir")
-    assert "TOP (reference) vs TPU interpreter INT8, by tensor name" in stdout
+    assert "TOP (reference) vs TPU interpreter INT8 symmetric, per-channel activations, by tensor name" in stdout
     assert any(line.startswith("relu ") for line in stdout.splitlines())
     assert 'module.mode = "INT8"' in text and "xi8" in text and "module.asymmetric" not in text
 
@@ -507,7 +507,7 @@ def test_deploy_int8_with_a_calibrate_table(top, tmp_path, capsys):
 def test_deploy_int8_asymmetric(top, tmp_path, capsys):
     stdout, text = deploy_int8(capsys, top, tmp_path / "m_int8_asym.mlir", "--asymmetric")
     assert "TOP (reference) vs TPU interpreter INT8 asymmetric, by tensor name" in stdout
-    assert 'module.asymmetric = "true"' in text and "xui8" in text
+    assert 'module.quantization = "asymmetric"' in text and "xui8" in text
 
 
 def test_deploy_int8_with_one_op_in_f16(top, tmp_path, capsys):

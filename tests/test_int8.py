@@ -188,7 +188,7 @@ def lowered(model: onnx.ModelProto, folder: Path, samples: int = 32, **lowering)
     tpu = result.module.clone()
     attach_weights(tpu, dict(weights_of(result.module)))
     import_calibration(tpu, table, "table")
-    fallbacks = lower_top_to_tpu(tpu, "INT8", **lowering)
+    fallbacks = lower_top_to_tpu(tpu, "INT8", **lowering).fallbacks
     test_input = {k: rng.standard_normal(s).astype(np.float32) for k, s in shapes.items()}
     return result.module, tpu, test_input, fallbacks
 
@@ -308,9 +308,9 @@ FAMILIES = {
 
 
 SCHEMES = {
-    "sym": {},
+    "channels": {},  # the default: symmetric, per-channel activation scales
+    "per_tensor": {"per_tensor_activations": True},
     "asym": {"asymmetric": True},
-    "channels": {"per_channel_activations": True},
 }
 
 

@@ -3,7 +3,7 @@
 
     tpu-xdsl deploy N.mlir --quantize F32|F16|BF16|INT8 [--asymmetric] --chip bm1684x \\
         [--calibration-table N_cali_table] [--quantize-table Q] [--quant-input] [--quant-output] \\
-        [--per-channel-activations] \\
+        [--per-tensor-activations] \\
         --test-input x.npz --test-reference N_top_outputs.npz [--tolerance C,E] -o N_int8.mlir
 
 It attaches the calibration table (`import-calibration`), lowers
@@ -33,8 +33,8 @@ def add_parser(subparsers) -> None:
     p.add_argument("--chip", default="bm1684x", help="bm1684x (default) or cv183x")
     p.add_argument("--asymmetric", action="store_true", help="INT8 activations as uint8 with zero points")
     p.add_argument(
-        "--per-channel-activations", action="store_true",
-        help="INT8 activations with one scale per channel (from the table's per-channel ranges)",
+        "--per-tensor-activations", action="store_true",
+        help="INT8 activations with one scale per tensor, as TPU-MLIR (default: per channel where it helps)",
     )
     p.add_argument("--calibration-table", help="the calibration table (from tpu-xdsl calibrate); INT8 needs it")
     p.add_argument("--quantize-table", help="per-op modes for mixed precision: lines 'op_name MODE'")
@@ -120,7 +120,6 @@ def deploy(args: argparse.Namespace) -> int:
     from tpu_xdsl.transforms.lower_top_to_tpu import (
         LoweringError,
         lower_top_to_tpu,
-        report_fallbacks,
     )
     from tpu_xdsl.weights import attach_weights, weights_of
 
@@ -176,9 +175,9 @@ def deploy(args: argparse.Namespace) -> int:
                 f"'{missing_inputs[0]}'; use the table tpu-xdsl calibrate made for this model"
             )
     try:
-        fallbacks = lower_top_to_tpu(
+        report = lower_top_to_tpu(
             module, mode, chip.name, args.asymmetric, args.quantize_table, args.quant_input, args.quant_output,
-            args.per_channel_activations,
+            args.per_tensor_activations,
         )
     except LoweringError as e:
         if imported is None or not (imported.missing and imported.unused):
@@ -191,11 +190,13 @@ def deploy(args: argparse.Namespace) -> int:
     # Warnings only once lowering succeeded: on an error the user sees one line that says it all.
     for line in imported.warnings(args.calibration_table) if imported else []:
         print(f"tpu-xdsl: warning: {line}", file=sys.stderr)
-    for line in report_fallbacks(fallbacks):
+    for line in report.lines():
         print(f"note: {line}")
     save_module(module, output, dict(weights_of(module)))
-    asym = " asymmetric" if args.asymmetric and mode == "INT8" else ""
-    asym += " per-channel activations" if args.per_channel_activations and mode == "INT8" else ""
+    from xdsl.dialects.builtin import StringAttr
+
+    scheme = module.attributes.get("module.quantization")
+    asym = f" {scheme.data}" if isinstance(scheme, StringAttr) else ""
     print(f"wrote {output} and {output.stem}_weights.npz ({mode}{asym}, {chip.name})")
     if feeds is None or reference is None:
         return 0

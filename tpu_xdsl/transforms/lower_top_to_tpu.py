@@ -1,7 +1,7 @@
 """lower-top-to-tpu: TOP ops to their chip-level TPU counterparts in F32, F16, BF16 or INT8.
 
     lower-top-to-tpu{mode=INT8 chip=bm1684x asymmetric=false qtable=q.txt quant_input=false
-                     quant_output=false per_channel_activations=false}
+                     quant_output=false per_tensor_activations=false}
 
 Pattern families, one per kind of op (`tpu_xdsl/transforms/lowering/`),
 rewrite the ops of @main in program order, so each finds its operands
@@ -11,11 +11,12 @@ already lowered:
 - INT8 (`int8_conv`, `int8_eltwise`, `int8_pool`): per-channel weights,
   int32 bias, multiplier/shift requantization, lookup tables, scale-keeping
   data movement. INT8 reads the calibrated ranges of the TOP tensors
-  (`import-calibration`); S = threshold / 128, uint8 when asymmetric. With
-  `per_channel_activations`, tensors of rank 2 and 4 get one scale per
-  channel (axis 1) from the table's per-channel ranges where their consumers
-  can take them (convs and matmuls fold them into their weights, the others
-  into per-channel multipliers and tables).
+  (`import-calibration`). Symmetric INT8 gives tensors of rank 2 and 4 one
+  scale per channel (axis 1) from the table's per-channel ranges where their
+  consumers can take them (convs and matmuls fold them into their weights,
+  the others into per-channel multipliers and tables); other tensors, and all
+  with `per_tensor_activations` (TPU-MLIR's scheme), S = threshold / 128;
+  asymmetric: uint8 with a zero point, per tensor.
 
 The chip's capability table decides which modes exist. A quantize table
 (`qtable`, lines `op_name MODE`) sets the mode of single ops; ops INT8 cannot
@@ -29,7 +30,7 @@ tensor compares with its TOP tensor by name.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from xdsl.context import Context
@@ -86,17 +87,17 @@ def lower_top_to_tpu(
     qtable: str | None = None,
     quant_input: bool = False,
     quant_output: bool = False,
-    per_channel_activations: bool = False,
-) -> list[Fallback]:
-    """Lower `module` in place; returns the ops that fell back from INT8 to a float mode."""
+    per_tensor_activations: bool = False,
+) -> LoweringReport:
+    """Lower `module` in place; reports the ops that fell back from INT8 to a float mode."""
     chip = chip_config(chip_name)
     mode = check_mode(chip, mode)
     state = module.attributes.get("module.state")
     if isinstance(state, StringAttr) and not state.data.startswith("TOP"):
         raise LoweringError(f"module.state is {state.data}: lower-top-to-tpu takes a TOP module")
-    names = [n for o in main_func(module).body.block.ops for n in tensor_names(o)]
+    ops = main_func(module).body.block.ops
+    names = [n for o in ops if o.name not in _KEEP and o.name.startswith("top.") for n in tensor_names(o)]
     table = read_quantize_table(qtable, names, chip) if qtable else {}
-    ctx = LoweringContext(module, chip, mode, asymmetric, table, per_channel_activations)
     int8 = mode == "INT8" or "INT8" in table.values()
     if int8 and not _is_calibrated(module):
         raise LoweringError(
@@ -104,8 +105,15 @@ def lower_top_to_tpu(
             "(tpu-xdsl deploy --calibration-table, or the import-calibration pass first); "
             "tpu-xdsl calibrate writes it"
         )
-    if per_channel_activations and int8:
-        _check_per_channel(module, asymmetric)
+    report = LoweringReport()
+    per_channel = int8 and not per_tensor_activations and not asymmetric
+    if per_channel and not _has_channel_ranges(module):
+        per_channel = False
+        report.notes.append(
+            "activation scales are per tensor: the calibration table has no per-channel ranges "
+            "(tables from tpu-xdsl calibrate have them)"
+        )
+    ctx = LoweringContext(module, chip, mode, asymmetric, table, per_channel)
     if (quant_input or quant_output) and not int8:
         raise LoweringError(f"quant_input/quant_output keep INT8 at the model's boundary; mode {mode} has none")
     if quant_input:
@@ -129,22 +137,19 @@ def lower_top_to_tpu(
     module.attributes["module.state"] = StringAttr("TPU_LOWERED")
     module.attributes["module.chip"] = StringAttr(chip.name)
     module.attributes["module.mode"] = StringAttr(mode)
-    if asymmetric and int8:
-        module.attributes["module.asymmetric"] = StringAttr("true")
-    return ctx.fallbacks
+    if int8:
+        scheme = "asymmetric" if asymmetric else ("symmetric, per-channel activations" if per_channel else "symmetric")
+        module.attributes["module.quantization"] = StringAttr(scheme)
+    report.fallbacks = ctx.fallbacks
+    return report
 
 
-def _check_per_channel(module: ModuleOp, asymmetric: bool) -> None:
-    if asymmetric:
-        raise LoweringError(
-            "per-channel activation scales are symmetric (zero point 0); use them without asymmetric"
-        )
-    ops = main_func(module).body.block.ops
-    if not any((c := calibration_of(r.type)) is not None and c.ranges for op in ops for r in op.results):
-        raise LoweringError(
-            "per-channel activation scales need per-channel ranges, and the calibration table has none: "
-            "make the table again with tpu-xdsl calibrate, which records them"
-        )
+def _has_channel_ranges(module: ModuleOp) -> bool:
+    return any(
+        (c := calibration_of(r.type)) is not None and c.ranges is not None
+        for op in main_func(module).body.block.ops
+        for r in op.results
+    )
 
 
 def _is_calibrated(module: ModuleOp) -> bool:
@@ -186,6 +191,18 @@ def _cast_outputs(ctx: LoweringContext, quant_output: bool) -> None:
         ret.operands[i] = cast.results[0]
 
 
+@dataclass
+class LoweringReport:
+    """What a lowering did that the user should know: ops that fell back from INT8 to a
+    float mode, and notes."""
+
+    fallbacks: list[Fallback] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        return self.notes + report_fallbacks(self.fallbacks)
+
+
 def report_fallbacks(fallbacks: list[Fallback]) -> list[str]:
     """One line per mode and reason: which ops fell back from INT8."""
     groups: dict[tuple[str, str], list[Fallback]] = {}
@@ -211,13 +228,13 @@ class LowerTopToTpuPass(ModulePass):
     qtable: str = ""
     quant_input: bool = False
     quant_output: bool = False
-    per_channel_activations: bool = False
+    per_tensor_activations: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        fallbacks = lower_top_to_tpu(
+        report = lower_top_to_tpu(
             op, self.mode, self.chip, self.asymmetric, self.qtable or None, self.quant_input, self.quant_output,
-            self.per_channel_activations,
+            self.per_tensor_activations,
         )
-        for line in report_fallbacks(fallbacks):
+        for line in report.lines():
             print(f"note: {line}", file=sys.stderr)
 
