@@ -203,19 +203,16 @@ class _Values(Interpreter.Listener):
 
 
 def check_ops_against_top(top, tpu, feeds, max_codes: int) -> int:
-    """Each INT8 op equals its TOP op on its dequantized inputs, requantized (+-max_codes).
+    """Each INT8 op equals its TOP op on its dequantized inputs, requantized (+-max_codes);
+    TOP ops fused into the op (absent from the TPU module) are computed on the way.
     Returns how many ops were checked."""
     top_ops = {tensor_names(o)[0]: o for o in top.walk() if o.name.startswith("top.") and tensor_names(o)}
+    tpu_names = {n for o in tpu.walk() for n in tensor_names(o)}
     seen = _Values()
     weights = weights_of(tpu)
     ModuleRunner(tpu, weights).run(feeds, [seen])
-    checked = 0
-    for op in tpu.walk():
-        out = qparams_of(op.results[0].type, weights) if op.results else None
-        if not op.name.startswith("tpu.") or op.name in ("tpu.cast", "tpu.requant") or out is None:
-            continue
-        source = top_ops[tensor_names(op)[0]]
-        data = iter(v for v in op.operands if is_quantized(v.type) and v.owner.name != "top.weight")
+
+    def reference_inputs(source, data):
         inputs = []
         for value in source.operands:
             owner = value.owner
@@ -223,9 +220,22 @@ def check_ops_against_top(top, tpu, feeds, max_codes: int) -> int:
                 inputs.append(np.asarray(weights_of(top)[tensor_names(owner)[0]]))
             elif owner.name == "top.none":
                 inputs.append(None)
+            elif tensor_names(owner)[0] not in tpu_names:  # fused into the op being checked
+                (fused,) = KERNELS[owner.name[4:]](reference_inputs(owner, data), op_attrs(owner), result_specs(owner))
+                inputs.append(np.asarray(fused))
             else:
                 tpu_value = next(data)
                 inputs.append(qparams_of(tpu_value.type, weights).dequantize(seen.values[tpu_value]))
+        return inputs
+
+    checked = 0
+    for op in tpu.walk():
+        out = qparams_of(op.results[0].type, weights) if op.results else None
+        if not op.name.startswith("tpu.") or op.name in ("tpu.cast", "tpu.requant") or out is None:
+            continue
+        source = top_ops[tensor_names(op)[0]]
+        data = iter(v for v in op.operands if is_quantized(v.type) and v.owner.name != "top.weight")
+        inputs = reference_inputs(source, data)
         (expected,) = KERNELS[source.name[4:]](inputs, op_attrs(source), result_specs(source))
         codes = out.quantize(np.asarray(expected, np.float64)).astype(np.int64)
         got = np.asarray(seen.values[op.results[0]]).astype(np.int64)
@@ -360,3 +370,30 @@ def test_quant_input_and_output_keep_int8_at_the_boundary(tmp_path):
     out = ModuleRunner(tpu, weights_of(tpu)).run(feeds)
     (value,) = out.values()
     assert value.dtype == np.uint8
+
+
+def test_a_chain_of_one_tensor_functions_is_one_table(tmp_path):
+    """HardSwish, then a learnable scale and bias (PP-LCNet's affine block): one table of
+    the composed function, whose inner results are never quantized."""
+    inits = [init("w", RNG.standard_normal((4, 4, 1, 1))), init("k", [0.5]), init("c", [0.25])]
+    model = model_of(
+        [helper.make_node("Conv", ["x", "w"], ["c0"], kernel_shape=[1, 1]), helper.make_node("HardSwish", ["c0"], ["h"]),
+         helper.make_node("Mul", ["h", "k"], ["m"]), helper.make_node("Add", ["m", "c"], ["y"])],
+        [("x", [1, 4, 4, 4])], "y", inits,
+    )
+    top, tpu, feeds, _ = lowered(model, tmp_path, per_tensor_activations=True)
+    luts = [op for op in tpu.walk() if op.name == "tpu.lut"]
+    assert [tensor_names(op) for op in luts] == [["y"]]
+    assert not {"h", "m"} & {n for op in tpu.walk() for n in tensor_names(op)}
+    conv, (lut,) = next(op for op in tpu.walk() if op.name == "tpu.conv"), luts
+    si = qparams_of(conv.results[0].type)
+    so = qparams_of(lut.results[0].type)
+    codes = np.arange(256, dtype=np.uint8).view(si.dtype).astype(np.float64)
+    x = codes * si.scale
+    hard_swish = x * np.clip(x + 3, 0, 6) / 6
+    expected = np.clip(np.sign(hard_swish * 0.5 + 0.25) * np.floor(np.abs((hard_swish * 0.5 + 0.25) / so.scale) + 0.5),
+                       np.iinfo(so.dtype).min, np.iinfo(so.dtype).max)
+    table = np.asarray(weights_of(tpu)[tensor_names(lut.operands[1].owner)[0]]).astype(np.int64)
+    assert np.abs(table - expected).max() <= 1  # f32 evaluation may land across a rounding edge
+    assert np.mean(table == expected) > 0.98
+    end_to_end(top, tpu, feeds, min_cosine=0.99)

@@ -343,10 +343,18 @@ def lrn(ins: Operands, attrs: Attrs, outs: Declared) -> list[Shape | None]:
 
 @shape_rule("lut", operands=("input", "table"))
 def lut(ins: Operands, attrs: Attrs, outs: Declared) -> list[Shape | None]:
-    """Table look-up: same shape; the table has 256 entries."""
+    """Table look-up: same shape; the table has 256 entries, or [C, 256], one row per
+    channel (axis 1) of the input."""
     x, table = ins
-    _numel("table", _require("table", table), 256, "(one per 8-bit value)")
-    return [_require("input", x)]
+    x, table = _require("input", x), _require("table", table)
+    if len(table) == 2 and len(x) >= 2 and table[0] != 1:
+        if tuple(table) != (x[1], 256):
+            raise ShapeError(
+                f"operand 'table' {_fmt(table)} should be {x[1]}x256: one row of 256 per channel of the input"
+            )
+        return [x]
+    _numel("table", table, 256, "(one per 8-bit value)")
+    return [x]
 
 
 @shape_rule("add", "sub", "mul", "div", "max", "min", "pow", "compare",

@@ -127,6 +127,8 @@ class LoweringContext:
         self.fallback_mode = next(m for m in ("F32", "F16", "BF16") if chip.supports(m))
         self.fallbacks: list[Fallback] = []
         self._declined: dict[Operation, str] = {}
+        # One-tensor functions fused into the lookup table of their user; they lower to nothing.
+        self.fused: set[Operation] = set()
         self._conversions: dict[tuple[SSAValue, Attribute], SSAValue] = {}
         self._float_weights: dict[tuple[str, str], SSAValue] = {}
 

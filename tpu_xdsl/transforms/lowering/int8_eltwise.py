@@ -13,6 +13,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from xdsl.ir import Operation, SSAValue
 from xdsl.rewriter import Rewriter
@@ -61,30 +63,73 @@ def channel_rank(value: SSAValue) -> bool:
     return len(shape(value)) in CHANNEL_RANKS
 
 
+@dataclass(frozen=True)
+class OneTensorFunction:
+    """An op seen as a function of one of its operands (the others are constants)."""
+
+    op: Operation
+    tensor: SSAValue
+    index: int
+    constant: np.ndarray | None
+
+    def __call__(self, real: np.ndarray) -> np.ndarray:
+        """The op's TOP kernel on float values (f32, as the TOP interpreter computes)."""
+        kind = self.op.name.split(".", 1)[1]
+        x = np.asarray(real, dtype=np.float32)
+        if self.constant is None:
+            inputs = [x]
+        else:
+            c = np.asarray(self.constant, dtype=np.float32)
+            inputs = [x, c] if self.index == 0 else [c, x]
+        (values,) = load_all()[kind](inputs, op_attrs(self.op), [ResultSpec(x.shape, np.dtype(np.float32))])
+        return np.asarray(values, dtype=np.float32)
+
+
+def one_tensor_function(ctx, op: Operation) -> OneTensorFunction | None:
+    """`op` as a function of one tensor: a unary op, or a binary op with a scalar constant."""
+    kind = op.name.split(".", 1)[1]
+    if kind in UNARY_LUT_KINDS:
+        return OneTensorFunction(op, op.operands[0], 0, None)
+    if kind in BINARY_LUT_KINDS:
+        found = scalar_operand(ctx, op)
+        if found is not None:
+            index, constant = found
+            return OneTensorFunction(op, op.operands[index], index, constant)
+    return None
+
+
 class LutInt8(Int8Pattern):
     """A function of one INT8 tensor -> tpu.lut with a 256-entry table of the output type
-    ([C, 256], a table per channel, when the input or output has per-channel scales)."""
+    ([C, 256], a table per channel, when the input or output has per-channel scales).
+
+    A chain of such functions whose inner results have no other use (an activation,
+    then a learnable scale and bias, say) becomes one table of the composed function:
+    the inner results are never quantized (and, fused away, are not compared)."""
 
     kinds = UNARY_LUT_KINDS + BINARY_LUT_KINDS
 
     def lower(self, op: Operation) -> Operation | None:
-        kind = op.name.split(".", 1)[1]
-        if kind in BINARY_LUT_KINDS:
-            found = scalar_operand(self.ctx, op)
-            if found is None:
-                if kind not in EltwiseInt8.kinds:
-                    self.ctx.decline(op, f"{kind} of two tensors has no INT8 kernel")
-                return None  # two tensors: EltwiseInt8 lowers add, sub and mul
-            index, constant = found
-            tensor = op.operands[index]
-        else:
-            index, constant, tensor = 0, None, op.operands[0]
+        function = one_tensor_function(self.ctx, op)
+        if function is None:
+            kind = op.name.split(".", 1)[1]
+            if kind not in EltwiseInt8.kinds:
+                self.ctx.decline(op, f"{kind} of two tensors has no INT8 kernel")
+            return None  # two tensors: EltwiseInt8 lowers add, sub and mul
+        if self.fuses_into_its_user(op):
+            self.ctx.fused.add(op)
+            return None
+        chain = [function]
+        while (owner := chain[0].tensor.owner) in self.ctx.fused:
+            inner = one_tensor_function(self.ctx, owner)  # type: ignore[arg-type]
+            assert inner is not None
+            chain.insert(0, inner)
         channels = channel_rank(op.results[0])
-        x = self.ctx.as_int8(tensor, op, channels=channels)
+        x = self.ctx.as_int8(chain[0].tensor, op, channels=channels)
         si = self.ctx.qparams(x)
         so = self.ctx.output_qparams(op, channels=channels)
         count = shape(op.results[0])[1] if channels else 1
-        table = lookup_table(kind, op_attrs(op), si, so, count, index, constant)
+        table = lookup_table(chain, si, so, count)
+        kind = op.name.split(".", 1)[1]
         table_value = self.ctx.add_weight(f"{value_name(op.results[0], kind)}_lut", table, op)
         from tpu_xdsl.dialects import op_class
 
@@ -94,28 +139,33 @@ class LutInt8(Int8Pattern):
             attributes={"names": op.attributes["names"]} if "names" in op.attributes else {},
         )
 
+    def fuses_into_its_user(self, op: Operation) -> bool:
+        """Whether `op`'s only use is the tensor operand of another INT8 one-tensor function
+        with the same shape (so one table can compute both)."""
+        result = op.results[0]
+        uses = list(result.uses)
+        if len(uses) != 1:
+            return False
+        user = uses[0].operation
+        if not user.name.startswith("top.") or self.ctx.op_mode(user) != "INT8":
+            return False
+        outer = one_tensor_function(self.ctx, user)
+        return outer is not None and outer.tensor is result and shape(user.results[0]) == shape(result)
 
-def lookup_table(
-    kind: str,
-    attrs: dict,
-    si: AnyQParams,
-    so: AnyQParams,
-    channels: int = 1,
-    index: int = 0,
-    constant: np.ndarray | None = None,
-) -> np.ndarray:
-    """The table of `kind` for input quantization `si` and output `so`: entry b is the
-    output code of the input code whose byte is b; one row of 256 per channel when
-    either quantization has per-channel scales."""
+
+def lookup_table(chain: list[OneTensorFunction], si: AnyQParams, so: AnyQParams, channels: int = 1) -> np.ndarray:
+    """The table of the composed functions of `chain` for input quantization `si` and output
+    `so`: entry b is the output code of the input code whose byte is b; one row of 256 per
+    channel when either quantization has per-channel scales."""
     codes = np.arange(256, dtype=np.uint8).view(si.dtype).astype(np.float64)
     per_channel = isinstance(si, ChannelQParams) or isinstance(so, ChannelQParams)
     if per_channel:
         real = (codes[None, :] - si.zero_point) * scale_vector(si, channels)[:, None]
     else:
         real = (codes - si.zero_point) * si.scale  # type: ignore[union-attr]
-    inputs = [real] if constant is None else ([real, constant] if index == 0 else [constant, real])
-    inputs = [np.asarray(v, dtype=np.float32) for v in inputs]
-    (values,) = load_all()[kind](inputs, attrs, [ResultSpec(real.shape, np.dtype(np.float32))])
+    values = np.asarray(real, dtype=np.float32)
+    for function in chain:
+        values = function(values)
     values = np.asarray(values, dtype=np.float64)
     if not per_channel:
         return so.quantize(values)
