@@ -378,6 +378,27 @@ def test_add_and_sub_every_mode(mode, out_dtype, zo, relu):
         np.testing.assert_array_equal(got, _add_ref(a, b, 128, 0, m0, m1, s, zo, out_dtype, mode, relu), err_msg=f"shift {s}")
 
 
+@pytest.mark.parametrize("mode", ROUND_MODES)
+@pytest.mark.parametrize(("out_dtype", "zo", "relu"), [(np.int8, 0, False), (np.uint8, 0, True), (np.int8, -7, True)])
+def test_add_with_per_channel_multipliers(mode, out_dtype, zo, relu):
+    """2C multipliers (a's per channel, then b's), one shift; b broadcasts like an SE scale."""
+    rng = np.random.default_rng(16)
+    a = rng.integers(-128, 128, (1, 5, 6, 7)).astype(np.int8)
+    b = rng.integers(0, 256, (1, 5, 1, 1)).astype(np.uint8)
+    a.reshape(-1)[:2] = [-128, 127]
+    for s in (0, 1, 31, 40, 52, 53, 63):
+        ma = [int(v) >> max(0, 31 - s) for v in rng.integers(1, 1 << 31, 5)]
+        mb = [-(int(v) >> max(0, 30 - s)) for v in rng.integers(1, 1 << 31, 5)]
+        attrs = {
+            "multiplier": ma + mb, "rshift": [s], "input_zero_points": [0, 3],
+            "output_zero_point": zo, "round_mode": mode, "do_relu": relu,
+        }
+        (got,) = INT8_KERNELS["add"]([a, b], attrs, [ResultSpec(a.shape, np.dtype(out_dtype))])
+        column = (1, 5, 1, 1)
+        expected = _add_ref(a, b, 0, 3, np.array(ma).reshape(column), np.array(mb).reshape(column), s, zo, out_dtype, mode, relu)
+        np.testing.assert_array_equal(got, expected, err_msg=f"shift {s}")
+
+
 def test_add_ties_and_broadcasting():
     # m0 = m1 = 2^(s-1) makes every odd sum a tie; b broadcasts along the channels.
     a = np.arange(-128, 128, dtype=np.int8).reshape(1, 2, 128, 1)
@@ -440,3 +461,21 @@ def test_conv_requantization_at_the_edges_of_its_fast_paths(mode, dtype, zo, rel
         total = acc.astype(np.int64) + bias.reshape(1, -1, 1)
         expected = requantize_array_ref(total, mult, shift, zo, dtype, mode, relu)
         np.testing.assert_array_equal(got, expected, err_msg=f"shift {shift}")
+
+
+def test_lut_with_a_table_per_channel():
+    rng = np.random.default_rng(17)
+    table = rng.integers(0, 256, (3, 256)).astype(np.uint8)
+    x = rng.integers(-128, 128, (2, 3, 4, 5)).astype(np.int8)
+    (got,) = INT8_KERNELS["lut"]([x, table], {}, [ResultSpec(x.shape, np.dtype(np.uint8))])
+    for n, c, h, w in np.ndindex(x.shape):
+        assert got[n, c, h, w] == table[c, int(x[n, c, h, w]) & 0xFF]
+
+
+def test_cast_with_per_channel_scales():
+    x = np.array([[[0.5, -0.5]], [[0.5, -0.5]]], np.float32).reshape(1, 2, 1, 2)
+    scales = np.array([0.25, 0.1], np.float32)
+    (q,) = INT8_KERNELS["cast"]([x, scales], {}, [ResultSpec(x.shape, np.dtype(np.int8))])
+    assert q.reshape(-1).tolist() == [2, -2, 5, -5]
+    (real,) = INT8_KERNELS["cast"]([q, scales], {}, [ResultSpec(x.shape, np.dtype(np.float32))])
+    np.testing.assert_allclose(real.reshape(-1), [0.5, -0.5, 0.5, -0.5], rtol=1e-6)

@@ -433,10 +433,10 @@ def add(inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultSp
     multipliers, m0 and m1 per channel (axis 1)."""
     a, b = inputs
     m = attrs["multiplier"]
+    fast = _rescaled_sum_in_float(a, b, attrs, results[0])
+    if fast is not None:
+        return [fast]
     if len(m) == 2:
-        fast = _rescaled_sum_in_float(a, b, attrs, results[0])
-        if fast is not None:
-            return [fast]
         ma, mb = int(m[0]), int(m[1])
     else:  # per channel: C multipliers for a, then C for b, along axis 1 of the result
         shape = (1, -1, *([1] * (len(results[0].shape) - 2)))
@@ -455,8 +455,9 @@ def _rescaled_sum_in_float(a: np.ndarray, b: np.ndarray, attrs: dict[str, Any], 
     """`add` in float64, exactly: (a - za) * m0 / 2^s + (b - zb) * m1 / 2^s is a sum of
     multiples of 2^-s whose numerators stay below 2^52, so every product, sum and the
     rounding (floor / rint / trunc, + 0.5) is exact, and the result equals the int64
-    path's. None when the bound or the attributes do not allow it."""
-    m0, m1 = (int(v) for v in attrs["multiplier"])
+    path's. Per-channel multipliers (2C of them) broadcast along axis 1. None when the
+    bound or the attributes do not allow it."""
+    m = [int(v) for v in attrs["multiplier"]]
     za, zb = zero_point(attrs, 0), zero_point(attrs, 1)
     rshift = attrs.get("rshift") or [0]
     zo = int(attrs.get("output_zero_point", 0) or 0)
@@ -466,9 +467,11 @@ def _rescaled_sum_in_float(a: np.ndarray, b: np.ndarray, attrs: dict[str, Any], 
     if a.dtype.kind not in "iu" or b.dtype.kind not in "iu":
         return None
     s = int(rshift[0])
+    half = len(m) // 2
+    m0, m1 = max(abs(v) for v in m[:half]), max(abs(v) for v in m[half:])
     largest = (
-        magnitude_bound(a, 0) * abs(m0) + magnitude_bound(b, 0) * abs(m1)
-        + abs(za * m0) + abs(zb * m1) + ((abs(zo) + 1) << s)
+        magnitude_bound(a, 0) * m0 + magnitude_bound(b, 0) * m1
+        + abs(za) * m0 + abs(zb) * m1 + ((abs(zo) + 1) << s)
     )
     if largest >= _FLOAT64_SAFE:
         return None
@@ -477,13 +480,20 @@ def _rescaled_sum_in_float(a: np.ndarray, b: np.ndarray, attrs: dict[str, Any], 
     if low >= zo:  # below zero every mode gives <= 0, clamped to low: the cheaper twin does
         mode = {"half_away_from_zero": "half_up", "toward_zero": "down"}.get(mode, mode)
     scale = 2.0**-s
-    c0, c1 = m0 * scale, m1 * scale
     offset, rounding, zo_after = float_rounding(mode, zo)
-    offset -= (za * m0 + zb * m1) * scale
     out = np.empty(result.shape, dtype=result.dtype)
-    if a.shape == b.shape == out.shape:
-        pairs = _flat_blocks(a, b, out)
-    else:
+    if len(m) == 2:
+        c0, c1 = m[0] * scale, m[1] * scale
+        offset -= (za * m[0] + zb * m[1]) * scale
+        if a.shape == b.shape == out.shape:
+            pairs = _flat_blocks(a, b, out)
+        else:
+            pairs = [(np.broadcast_to(a, out.shape), np.broadcast_to(b, out.shape), out)]
+    else:  # per channel: the factors broadcast along axis 1, on whole tensors
+        shape = (1, -1, *([1] * (out.ndim - 2)))
+        c0 = (np.asarray(m[:half], np.float64) * scale).reshape(shape)
+        c1 = (np.asarray(m[half:], np.float64) * scale).reshape(shape)
+        offset = offset - (za * c0 + zb * c1)
         pairs = [(np.broadcast_to(a, out.shape), np.broadcast_to(b, out.shape), out)]
     for a_block, b_block, out_block in pairs:
         p = np.multiply(a_block, c0, dtype=np.float64)
