@@ -254,7 +254,7 @@ def test_calibrate_model_that_is_not_a_top_mlir(top, tmp_path, capsys):
     # The .onnx instead of the .mlir used to end in a UnicodeDecodeError traceback.
     before = snapshot(tmp_path, top.folder)
     result = tpu_xdsl("calibrate", str(top.folder / "m.onnx"), "--dataset", str(data), "-o", str(tmp_path / "t"))
-    assert_user_error(result, "m.onnx: not a text .mlir file", "not the .onnx")
+    assert_user_error(result, "m.onnx: not a text .mlir file", "not the .onnx", "tpu-xdsl transform")
     assert snapshot(tmp_path, top.folder) == before
     # -o naming the model would replace it with the table.
     assert_fails_cleanly(
@@ -475,7 +475,7 @@ def test_deploy_errors_from_the_real_command_line(top, tmp_path):
     before = snapshot(tmp_path, top.folder)
     result = tpu_xdsl("deploy", str(top.folder / "m.onnx"), "--quantize", "INT8", "--calibration-table", str(top.table),
                       "-o", str(tmp_path / "m_int8.mlir"))
-    assert_user_error(result, "m.onnx: not a text .mlir file", "not the .onnx")
+    assert_user_error(result, "m.onnx: not a text .mlir file", "not the .onnx", "tpu-xdsl transform")
     result = tpu_xdsl("deploy", str(top.mlir), "--quantize", "INT8", "--chip", "bm1686", "--calibration-table",
                       str(top.table), "-o", str(tmp_path / "m_int8.mlir"))
     assert_user_error(result, "unknown chip 'bm1686'", "known chips: bm1684x, cv183x")
@@ -545,3 +545,22 @@ def test_deploy_quant_input_and_output(tmp_path_factory, capsys, asymmetric, sig
     for t in boundary:
         assert isinstance(t.element_type, IntegerType) and t.element_type.width.data == 8, t
         assert t.element_type.signedness.data.name == signedness, t
+
+
+def test_run_refuses_an_onnx_file_and_a_module_without_its_weights(tmp_path):
+    from tests.test_cli_transform import assert_user_error, small_cnn, tpu_xdsl
+
+    model = small_cnn(tmp_path / "m.onnx")
+    np.savez(tmp_path / "x.npz", image=np.zeros((1, 3, 8, 8), np.float32))
+    assert_user_error(
+        tpu_xdsl("run", str(model), "--input", str(tmp_path / "x.npz"), "--output", str(tmp_path / "y.npz")),
+        "not a text .mlir file", "not the .onnx",
+    )
+    assert tpu_xdsl("transform", "--model-def", str(model), "--model-name", "m", "--input-shapes", "[[1,3,8,8]]",
+                    "-o", str(tmp_path / "m.mlir")).returncode == 0
+    (tmp_path / "m_weights.npz").unlink()
+    assert_user_error(
+        tpu_xdsl("run", str(tmp_path / "m.mlir"), "--input", str(tmp_path / "x.npz"), "--output", str(tmp_path / "y.npz")),
+        "cannot read weight file", "keep the two together",
+    )
+    assert not (tmp_path / "y.npz").exists()

@@ -52,6 +52,11 @@ def read_module(path: str | Path) -> ModuleOp:
         text = path.read_text()
     except OSError as e:
         raise TpuXdslError(f"{path}: cannot read: {e.strerror}") from e
+    except UnicodeDecodeError as e:
+        raise TpuXdslError(
+            f"{path}: not a text .mlir file; give the .mlir that tpu-xdsl wrote, not the .onnx "
+            "(tpu-xdsl transform imports that)"
+        ) from e
     return parse_module(text, str(path))
 
 

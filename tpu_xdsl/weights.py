@@ -41,7 +41,10 @@ class WeightStore(MutableMapping[str, np.ndarray]):
             try:
                 self._npz = np.load(self.source, allow_pickle=False)
             except (OSError, ValueError) as e:
-                raise WeightFileError(f"cannot read weight file {self.source}: {e}") from e
+                raise WeightFileError(
+                    f"cannot read weight file {self.source} ({e}); it is written beside the .mlir that "
+                    "names it (module.weight_file): keep the two together"
+                ) from e
         return self._npz
 
     def __getitem__(self, name: str) -> np.ndarray:

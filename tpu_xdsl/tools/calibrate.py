@@ -80,17 +80,12 @@ def check_args(args: argparse.Namespace) -> None:
 
 
 def read_top_module(path: str):
-    """The TOP module at `path`; a missing or binary file is a one-line error."""
+    """The TOP module at `path`; a missing file is a one-line error (read_module reports the rest)."""
     from tpu_xdsl.ir_io import read_module
 
     if not Path(path).is_file():
         raise CalibrateUsageError(f"{path}: no such file; give the TOP .mlir that tpu-xdsl transform wrote")
-    try:
-        return read_module(path)
-    except UnicodeDecodeError:
-        raise CalibrateUsageError(
-            f"{path}: not a text .mlir file; give the TOP .mlir that tpu-xdsl transform wrote, not the .onnx"
-        ) from None
+    return read_module(path)
 
 
 def check_top_module(module, path: str) -> None:

@@ -62,18 +62,13 @@ def _needs_int8(mode: str, qtable: str | None) -> bool:
 
 
 def _read_top_module(path: str):
-    """The TOP module at `path`; a missing or binary file is a one-line error."""
+    """The TOP module at `path`; a missing file is a one-line error (read_module reports the rest)."""
     from tpu_xdsl.ir_io import read_module
     from tpu_xdsl.tools.tpu_xdsl import UsageError
 
     if not Path(path).is_file():
         raise UsageError(f"{path}: no such file; give the TOP .mlir that tpu-xdsl transform wrote")
-    try:
-        return read_module(path)
-    except UnicodeDecodeError:
-        raise UsageError(
-            f"{path}: not a text .mlir file; give the TOP .mlir that tpu-xdsl transform wrote, not the .onnx"
-        ) from None
+    return read_module(path)
 
 
 def _read_reference(path: str, tensor_names: set[str]) -> dict:
