@@ -460,7 +460,7 @@ def test_deploy_bad_output_and_model_paths(top, tmp_path, capsys):
     assert_fails_cleanly(capsys, folders, [*base, "-o", tmp_path / "nowhere" / "m_int8.mlir"],
                          f"-o {tmp_path / 'nowhere' / 'm_int8.mlir'}: folder", "does not exist")
     assert_fails_cleanly(capsys, folders, [*base, "-o", tmp_path / "m_int8.bmodel"],
-                         "the TPU module is written as .mlir; name it m_int8.mlir")
+                         "write the TPU module as m_int8.mlir, or compile it to m_int8.tpumodel")
     assert_fails_cleanly(capsys, folders, [*base, "-o", top.mlir],
                          "would overwrite the TOP module deploy reads; name it m_int8.mlir")
     assert_fails_cleanly(

@@ -43,7 +43,7 @@ def test_low_float_modes_round_every_store(mode, dtype):
 
 
 def test_tpu_cast_rounds_to_nearest_even():
-    from tpu_xdsl.interp.tpu_interpreter import _cast
+    from tpu_xdsl.interp.kernels.tpu import _cast
 
     x = np.array([1.0 + 2**-11, 1.0 + 3 * 2**-11], np.float32)  # halfway cases for f16
     (y,) = _cast([x], {}, [ResultSpec((2,), np.dtype(np.float16))])

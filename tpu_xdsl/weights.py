@@ -8,8 +8,6 @@ Weights never sit inline in the IR.
 
 from __future__ import annotations
 
-import os
-import tempfile
 import weakref
 from collections.abc import Iterator, Mapping, MutableMapping
 from pathlib import Path
@@ -20,6 +18,7 @@ from xdsl.ir import Attribute, Operation, ParametrizedAttribute, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tpu_xdsl.errors import TpuXdslError
+from tpu_xdsl.files import write_atomic
 
 
 class WeightFileError(TpuXdslError):
@@ -184,21 +183,3 @@ def write_npz_atomic(path: str | Path, arrays: Mapping[str, np.ndarray]) -> None
     write_atomic(path, lambda f: np.savez(f, **arrays), binary=True)
 
 
-def write_atomic(path: str | Path, write, binary: bool = False) -> None:
-    """Call `write(file)` on a temporary file beside `path`, then rename it into place.
-
-    Readers never see a partial file, and a failure leaves nothing behind. The
-    file gets the usual permissions (0666 less the umask), not mkstemp's 0600.
-    """
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or ".")
-    try:
-        with os.fdopen(fd, "wb" if binary else "w") as f:
-            write(f)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -28,9 +28,23 @@ class ChipConfig:
     ddr_to_lmem_bytes_per_s: float
     lmem_to_ddr_bytes_per_s: float
     ddr_bytes: int
+    # How the conv/matmul array reaches its peak, per mode: output channels on the
+    # lanes x input channels in parallel x output pixels in parallel = macs_per_cycle.
+    ic_parallel: dict[str, int]
+    pixel_parallel: dict[str, int]
+    # Fixed cycles to issue an instruction on each engine (our choice; see docs/device.md).
+    compute_latency: int = 64
+    dma_latency: int = 200
 
     def supports(self, mode: str) -> bool:
         return mode.upper() in self.modes
+
+    @property
+    def lmem_bank_bytes(self) -> int:
+        return self.lmem_bytes // self.lmem_banks
+
+    def cycles_to_seconds(self, cycles: float) -> float:
+        return cycles / self.clock_hz
 
 
 # bm1684x: public figures. INT8 32 TOPS = 64 lanes x 64 input channels x 4 output
@@ -48,6 +62,8 @@ BM1684X = ChipConfig(
     ddr_to_lmem_bytes_per_s=58e9,
     lmem_to_ddr_bytes_per_s=44e9,
     ddr_bytes=12 * 1024**3,
+    ic_parallel={"INT8": 64, "F16": 32, "BF16": 32, "F32": 16},
+    pixel_parallel={"INT8": 4, "F16": 4, "BF16": 4, "F32": 1},
 )
 
 # cv183x: lanes, local memory, banks, EU width and modes are public; the rest is
@@ -65,9 +81,16 @@ CV183X = ChipConfig(
     ddr_to_lmem_bytes_per_s=4e9,
     lmem_to_ddr_bytes_per_s=4e9,
     ddr_bytes=1 * 1024**3,
+    ic_parallel={"INT8": 16, "BF16": 16},
+    pixel_parallel={"INT8": 4, "BF16": 1},
+    dma_latency=300,
 )
 
 CHIPS = {c.name: c for c in (BM1684X, CV183X)}
+
+for _chip in CHIPS.values():
+    for _mode in _chip.modes:
+        assert _chip.npu_num * _chip.ic_parallel[_mode] * _chip.pixel_parallel[_mode] == _chip.macs_per_cycle[_mode]
 
 
 def chip_config(name: str) -> ChipConfig:

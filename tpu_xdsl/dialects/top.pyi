@@ -34,11 +34,13 @@ class InputOp(IRDLOperation):
     input : Operand
     output : OpResult
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class WeightOp(IRDLOperation):
     output : OpResult
     names : ArrayAttr[StringAttr]
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class NoneOp(IRDLOperation):

@@ -59,6 +59,7 @@ class ConvOp(IRDLOperation):
     quant_mode : StringAttr | None
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class DeconvOp(IRDLOperation):
@@ -82,6 +83,7 @@ class DeconvOp(IRDLOperation):
     quant_mode : StringAttr | None
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class MatmulOp(IRDLOperation):
@@ -101,6 +103,7 @@ class MatmulOp(IRDLOperation):
     quant_mode : StringAttr | None
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class AddOp(IRDLOperation):
@@ -117,6 +120,7 @@ class AddOp(IRDLOperation):
     quant_mode : StringAttr | None
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class SubOp(IRDLOperation):
@@ -133,6 +137,7 @@ class SubOp(IRDLOperation):
     quant_mode : StringAttr | None
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class MulOp(IRDLOperation):
@@ -149,6 +154,7 @@ class MulOp(IRDLOperation):
     quant_mode : StringAttr | None
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class DivOp(IRDLOperation):
@@ -157,6 +163,7 @@ class DivOp(IRDLOperation):
     output : OpResult
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class MaxOp(IRDLOperation):
@@ -171,6 +178,7 @@ class MaxOp(IRDLOperation):
     quant_mode : StringAttr | None
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class MinOp(IRDLOperation):
@@ -185,6 +193,7 @@ class MinOp(IRDLOperation):
     quant_mode : StringAttr | None
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class PowOp(IRDLOperation):
@@ -193,6 +202,7 @@ class PowOp(IRDLOperation):
     output : OpResult
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class SqrtOp(IRDLOperation):
@@ -200,6 +210,7 @@ class SqrtOp(IRDLOperation):
     output : OpResult
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class RsqrtOp(IRDLOperation):
@@ -207,6 +218,7 @@ class RsqrtOp(IRDLOperation):
     output : OpResult
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class ExpOp(IRDLOperation):
@@ -214,6 +226,7 @@ class ExpOp(IRDLOperation):
     output : OpResult
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class LogOp(IRDLOperation):
@@ -221,6 +234,7 @@ class LogOp(IRDLOperation):
     output : OpResult
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class AbsOp(IRDLOperation):
@@ -228,6 +242,7 @@ class AbsOp(IRDLOperation):
     output : OpResult
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class NegOp(IRDLOperation):
@@ -235,6 +250,7 @@ class NegOp(IRDLOperation):
     output : OpResult
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class SigmoidOp(IRDLOperation):
@@ -242,6 +258,7 @@ class SigmoidOp(IRDLOperation):
     output : OpResult
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class HardSwishOp(IRDLOperation):
@@ -249,6 +266,7 @@ class HardSwishOp(IRDLOperation):
     output : OpResult
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class SiluOp(IRDLOperation):
@@ -256,6 +274,7 @@ class SiluOp(IRDLOperation):
     output : OpResult
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class TanhOp(IRDLOperation):
@@ -263,6 +282,7 @@ class TanhOp(IRDLOperation):
     output : OpResult
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class ErfOp(IRDLOperation):
@@ -270,6 +290,7 @@ class ErfOp(IRDLOperation):
     output : OpResult
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class ReciprocalOp(IRDLOperation):
@@ -277,6 +298,7 @@ class ReciprocalOp(IRDLOperation):
     output : OpResult
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class FloorOp(IRDLOperation):
@@ -284,6 +306,7 @@ class FloorOp(IRDLOperation):
     output : OpResult
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class CeilOp(IRDLOperation):
@@ -291,6 +314,7 @@ class CeilOp(IRDLOperation):
     output : OpResult
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class RoundOp(IRDLOperation):
@@ -298,6 +322,7 @@ class RoundOp(IRDLOperation):
     output : OpResult
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class SinOp(IRDLOperation):
@@ -305,6 +330,7 @@ class SinOp(IRDLOperation):
     output : OpResult
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class CosOp(IRDLOperation):
@@ -312,6 +338,7 @@ class CosOp(IRDLOperation):
     output : OpResult
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class SoftplusOp(IRDLOperation):
@@ -319,6 +346,7 @@ class SoftplusOp(IRDLOperation):
     output : OpResult
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class MishOp(IRDLOperation):
@@ -326,6 +354,7 @@ class MishOp(IRDLOperation):
     output : OpResult
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class SignOp(IRDLOperation):
@@ -333,6 +362,7 @@ class SignOp(IRDLOperation):
     output : OpResult
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class ReluOp(IRDLOperation):
@@ -341,6 +371,7 @@ class ReluOp(IRDLOperation):
     relu_limit : FloatAttr | None
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class LeakyReluOp(IRDLOperation):
@@ -355,6 +386,7 @@ class LeakyReluOp(IRDLOperation):
     quant_mode : StringAttr | None
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class EluOp(IRDLOperation):
@@ -363,6 +395,7 @@ class EluOp(IRDLOperation):
     alpha : FloatAttr | None
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class PreluOp(IRDLOperation):
@@ -377,6 +410,7 @@ class PreluOp(IRDLOperation):
     quant_mode : StringAttr | None
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class ClipOp(IRDLOperation):
@@ -386,6 +420,7 @@ class ClipOp(IRDLOperation):
     max : FloatAttr | None
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class HardSigmoidOp(IRDLOperation):
@@ -395,6 +430,7 @@ class HardSigmoidOp(IRDLOperation):
     beta : FloatAttr | None
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class GeluOp(IRDLOperation):
@@ -403,6 +439,7 @@ class GeluOp(IRDLOperation):
     approximate : StringAttr | None
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class SoftmaxOp(IRDLOperation):
@@ -411,6 +448,7 @@ class SoftmaxOp(IRDLOperation):
     axis : IntegerAttr | None
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class LogSoftmaxOp(IRDLOperation):
@@ -419,6 +457,7 @@ class LogSoftmaxOp(IRDLOperation):
     axis : IntegerAttr | None
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class LayerNormOp(IRDLOperation):
@@ -430,6 +469,7 @@ class LayerNormOp(IRDLOperation):
     epsilon : FloatAttr | None
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class InstanceNormOp(IRDLOperation):
@@ -440,6 +480,7 @@ class InstanceNormOp(IRDLOperation):
     epsilon : FloatAttr | None
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class GroupNormOp(IRDLOperation):
@@ -451,6 +492,7 @@ class GroupNormOp(IRDLOperation):
     epsilon : FloatAttr | None
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class BatchNormOp(IRDLOperation):
@@ -463,6 +505,7 @@ class BatchNormOp(IRDLOperation):
     epsilon : FloatAttr | None
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class ScaleOp(IRDLOperation):
@@ -480,6 +523,7 @@ class ScaleOp(IRDLOperation):
     quant_mode : StringAttr | None
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class LrnOp(IRDLOperation):
@@ -491,6 +535,7 @@ class LrnOp(IRDLOperation):
     bias : FloatAttr | None
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class MaxPoolOp(IRDLOperation):
@@ -511,6 +556,7 @@ class MaxPoolOp(IRDLOperation):
     quant_mode : StringAttr | None
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class AvgPoolOp(IRDLOperation):
@@ -531,6 +577,7 @@ class AvgPoolOp(IRDLOperation):
     quant_mode : StringAttr | None
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class ReshapeOp(IRDLOperation):
@@ -539,6 +586,7 @@ class ReshapeOp(IRDLOperation):
     shape : ArrayAttr[IntegerAttr] | None
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class PermuteOp(IRDLOperation):
@@ -547,6 +595,7 @@ class PermuteOp(IRDLOperation):
     order : ArrayAttr[IntegerAttr]
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class ConcatOp(IRDLOperation):
@@ -562,6 +611,7 @@ class ConcatOp(IRDLOperation):
     quant_mode : StringAttr | None
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class SplitOp(IRDLOperation):
@@ -571,6 +621,7 @@ class SplitOp(IRDLOperation):
     split : ArrayAttr[IntegerAttr]
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class SliceOp(IRDLOperation):
@@ -582,6 +633,7 @@ class SliceOp(IRDLOperation):
     steps : ArrayAttr[IntegerAttr]
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class SqueezeOp(IRDLOperation):
@@ -590,6 +642,7 @@ class SqueezeOp(IRDLOperation):
     axes : ArrayAttr[IntegerAttr]
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class UnsqueezeOp(IRDLOperation):
@@ -598,6 +651,7 @@ class UnsqueezeOp(IRDLOperation):
     axes : ArrayAttr[IntegerAttr]
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class FlattenOp(IRDLOperation):
@@ -606,6 +660,7 @@ class FlattenOp(IRDLOperation):
     axis : IntegerAttr | None
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class PadOp(IRDLOperation):
@@ -616,6 +671,7 @@ class PadOp(IRDLOperation):
     value : FloatAttr | None
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class InterpOp(IRDLOperation):
@@ -627,6 +683,7 @@ class InterpOp(IRDLOperation):
     scales : ArrayAttr[FloatAttr] | None
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class UpsampleOp(IRDLOperation):
@@ -636,6 +693,7 @@ class UpsampleOp(IRDLOperation):
     scale_w : IntegerAttr
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class GatherOp(IRDLOperation):
@@ -645,6 +703,7 @@ class GatherOp(IRDLOperation):
     axis : IntegerAttr | None
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class GatherElementsOp(IRDLOperation):
@@ -654,6 +713,7 @@ class GatherElementsOp(IRDLOperation):
     axis : IntegerAttr | None
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class ScatterNdOp(IRDLOperation):
@@ -664,6 +724,7 @@ class ScatterNdOp(IRDLOperation):
     reduction : StringAttr | None
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class ReduceOp(IRDLOperation):
@@ -680,6 +741,7 @@ class ReduceOp(IRDLOperation):
     quant_mode : StringAttr | None
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class ArgOp(IRDLOperation):
@@ -691,6 +753,7 @@ class ArgOp(IRDLOperation):
     select_last_index : IntegerAttr | None
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class TopkOp(IRDLOperation):
@@ -703,6 +766,7 @@ class TopkOp(IRDLOperation):
     sorted : IntegerAttr | None
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class CastOp(IRDLOperation):
@@ -714,6 +778,7 @@ class CastOp(IRDLOperation):
     round_mode : StringAttr | None
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class TileOp(IRDLOperation):
@@ -722,6 +787,7 @@ class TileOp(IRDLOperation):
     repeats : ArrayAttr[IntegerAttr]
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class ExpandOp(IRDLOperation):
@@ -729,6 +795,7 @@ class ExpandOp(IRDLOperation):
     output : OpResult
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class WhereOp(IRDLOperation):
@@ -738,6 +805,7 @@ class WhereOp(IRDLOperation):
     output : OpResult
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class CompareOp(IRDLOperation):
@@ -747,6 +815,7 @@ class CompareOp(IRDLOperation):
     mode : StringAttr
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class LogicalOp(IRDLOperation):
@@ -756,6 +825,7 @@ class LogicalOp(IRDLOperation):
     mode : StringAttr
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class Depth2spaceOp(IRDLOperation):
@@ -766,6 +836,7 @@ class Depth2spaceOp(IRDLOperation):
     inverse : IntegerAttr | None
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class LstmOp(IRDLOperation):
@@ -783,6 +854,7 @@ class LstmOp(IRDLOperation):
     layout : IntegerAttr | None
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class GruOp(IRDLOperation):
@@ -799,6 +871,7 @@ class GruOp(IRDLOperation):
     layout : IntegerAttr | None
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class RequantOp(IRDLOperation):
@@ -812,6 +885,7 @@ class RequantOp(IRDLOperation):
     quant_mode : StringAttr | None
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class LutOp(IRDLOperation):
@@ -820,6 +894,7 @@ class LutOp(IRDLOperation):
     output : OpResult
     ginfo : LgInfoAttr | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class GroupOp(IRDLOperation):
@@ -829,6 +904,7 @@ class GroupOp(IRDLOperation):
     group_type : StringAttr | None
     flow : ArrayAttr[IntegerAttr] | None
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
     body : Region
 
 
@@ -841,6 +917,7 @@ class LoadOp(IRDLOperation):
     output : OpResult
     ginfo : LgInfoAttr
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 class StoreOp(IRDLOperation):
@@ -848,6 +925,7 @@ class StoreOp(IRDLOperation):
     output : OpResult
     ginfo : LgInfoAttr
     names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
 
 
 Tpu : Dialect

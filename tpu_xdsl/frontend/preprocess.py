@@ -68,7 +68,11 @@ class Preprocess:
         attr = module.attributes.get("module.preprocess")
         if not isinstance(attr, DictionaryAttr):
             return None
-        values = to_py(attr)
+        return Preprocess.from_dict(to_py(attr))
+
+    @staticmethod
+    def from_dict(values: dict) -> Preprocess:
+        """From the recorded form (`module.preprocess`, or a .tpumodel's header)."""
         return Preprocess(
             mean=[float(v) for v in values.get("mean", [0.0])],
             scale=[float(v) for v in values.get("scale", [1.0])],

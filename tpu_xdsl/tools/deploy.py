@@ -43,7 +43,10 @@ def add_parser(subparsers) -> None:
     p.add_argument("--test-input", help=".npz/.npy input or image to compare on")
     p.add_argument("--test-reference", help="TOP tensors (.npz written by transform --test-result)")
     p.add_argument("--tolerance", help="min cosine,euclidean (default by mode: F32 0.99,0.99; F16/BF16 0.99,0.95; INT8 0.95,0.85)")
-    p.add_argument("-o", "--output", required=True, help="the TPU .mlir to write")
+    p.add_argument(
+        "-o", "--output", required=True,
+        help="the TPU .mlir to write, or a .tpumodel (compiled for the device model; its TPU .mlir is written beside it)",
+    )
     p.set_defaults(func=deploy)
 
 
@@ -122,11 +125,15 @@ def deploy(args: argparse.Namespace) -> int:
     mode = check_mode(chip, args.quantize)
     tolerance = Tolerance.parse(args.tolerance or DEFAULT_TOLERANCE[mode])
     output = Path(args.output)
-    if output.suffix != ".mlir":
-        raise UsageError(f"-o {args.output}: the TPU module is written as .mlir; name it {output.stem}.mlir")
+    if output.suffix not in (".mlir", ".tpumodel"):
+        raise UsageError(
+            f"-o {args.output}: write the TPU module as {output.stem}.mlir, or compile it to {output.stem}.tpumodel"
+        )
+    compiled = output.suffix == ".tpumodel"
+    mlir_output = output.with_suffix(".mlir")
     if not output.parent.is_dir():
         raise UsageError(f"-o {args.output}: folder {output.parent} does not exist")
-    if output.resolve() == Path(args.model).resolve():
+    if mlir_output.resolve() == Path(args.model).resolve():
         raise UsageError(f"-o {args.output}: would overwrite the TOP module deploy reads; name it {output.stem}_{mode.lower()}.mlir")
     if bool(args.test_input) != bool(args.test_reference):
         raise UsageError("--test-input and --test-reference go together: give both or neither")
@@ -187,18 +194,63 @@ def deploy(args: argparse.Namespace) -> int:
         print(f"tpu-xdsl: warning: {line}", file=sys.stderr)
     for line in report.lines():
         print(f"note: {line}")
-    save_module(module, output, dict(weights_of(module)))
+    model = _compile(module) if compiled else None
+    save_module(module, mlir_output, dict(weights_of(module)))
     from xdsl.dialects.builtin import StringAttr
 
     scheme = module.attributes.get("module.quantization")
     asym = f" {scheme.data}" if isinstance(scheme, StringAttr) else ""
-    print(f"wrote {output} and {output.stem}_weights.npz ({mode}{asym}, {chip.name})")
+    print(f"wrote {mlir_output} and {mlir_output.stem}_weights.npz ({mode}{asym}, {chip.name})")
+    if model is not None:
+        from tpu_xdsl.device.model_file import save_model
+
+        save_model(model, output)
+        print(f"wrote {output} ({len(model.instructions)} instructions, {model.ddr_bytes} bytes of DDR)")
     if feeds is None or reference is None:
         return 0
     capture = TensorCapture()
     outputs = ModuleRunner(module, weights_of(module)).run(feeds, [capture])
-    rows = compare_all(reference, real_values(module, {**capture.tensors, **outputs}))
+    tpu_tensors = {**capture.tensors, **outputs}
+    rows = compare_all(reference, real_values(module, tpu_tensors))
     print(format_table(rows, tolerance, f"TOP (reference) vs TPU interpreter {mode}{asym}, by tensor name"))
     ok, summary = summarize(rows, tolerance)
     print(summary)
+    if model is not None:
+        ok = _check_device(model, feeds, tpu_tensors) and ok
     return 0 if ok else 1
+
+
+def _compile(module):
+    """Addresses (tpu-assign-memory) and the device program (codegen) of a lowered module."""
+    from tpu_xdsl.backend.codegen import codegen
+    from tpu_xdsl.transforms.tpu_assign_memory import assign_memory
+
+    plan = assign_memory(module)
+    print(f"note: {plan.summary()}")
+    return codegen(module)
+
+
+# The device must reproduce the TPU interpreter: integer tensors bit for bit, float tensors
+# to this cosine (slicing changes the order of float sums).
+DEVICE_FLOAT_COSINE = 0.99999
+
+
+def _check_device(model, feeds, tpu_tensors) -> bool:
+    """Run the compiled model on the device model; compare every named tensor with the TPU
+    interpreter's. Prints the table and the simulated latency; True when all agree."""
+    from tpu_xdsl.device.chip import chip_config
+    from tpu_xdsl.device.runtime import run_model
+    from tpu_xdsl.interp.compare import Tolerance, compare_all, format_table, summarize
+
+    result = run_model(model, feeds, dump_all=True)
+    device = {**result.tensors, **result.outputs}
+    rows = compare_all(tpu_tensors, device)
+    tolerance = Tolerance(DEVICE_FLOAT_COSINE, -1.0)
+    print(format_table(rows, tolerance, f"TPU interpreter (reference) vs device model {model.chip}, by tensor name"))
+    ok, summary = summarize(rows, tolerance)
+    print(summary.replace("; all pass", "; integer tensors equal, all pass"))
+    chip = chip_config(model.chip)
+    cycles = result.timeline.total_cycles
+    print(f"device model {model.chip}: {cycles} cycles = {chip.cycles_to_seconds(cycles) * 1e3:.3f} ms at "
+          f"{chip.clock_hz / 1e9:g} GHz")
+    return ok

@@ -166,6 +166,10 @@ def _transform(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if Path(args.model).suffix == ".tpumodel":
+        return _run_device(args)
+    if args.profile or args.chip:
+        raise UsageError("--profile and --chip are for a .tpumodel run on the device model; this is a .mlir")
     from tpu_xdsl.interp.runner import TensorCapture, run_module
     from tpu_xdsl.ir_io import read_module
     from tpu_xdsl.weights import attach_weights, write_npz_atomic
@@ -180,6 +184,77 @@ def _run(args: argparse.Namespace) -> int:
     for name, value in outputs.items():
         print(f"{name}: shape {list(value.shape)} {value.dtype}")
     print(f"wrote {args.output} ({len(tensors)} tensors)")
+    return 0
+
+
+def load_device_inputs(path: str, model) -> dict:
+    """Inputs of a compiled model from an .npz (by input name), an .npy (single input), or an
+    image (through the preprocessing the model recorded)."""
+    import numpy as np
+
+    from tpu_xdsl.frontend.preprocess import Preprocess, is_image
+
+    file = Path(path)
+    if not file.is_file():
+        raise UsageError(f"{path}: no such input file")
+    names = [d.name for d in model.inputs]
+    if is_image(file):
+        if len(names) != 1:
+            raise UsageError(f"{path}: an image can feed a single-input model; this one has {len(names)} inputs")
+        pre = Preprocess.from_dict(model.preprocess) if model.preprocess else Preprocess()
+        return {names[0]: pre.load_image(file, model.inputs[0].shape)}
+    try:
+        if file.suffix == ".npy":
+            return {names[0]: np.load(file, allow_pickle=False)}
+        with np.load(file, allow_pickle=False) as npz:
+            return {k: npz[k] for k in npz.files}
+    except (OSError, ValueError) as e:
+        raise UsageError(f"{path}: cannot read inputs ({e}); give an .npz, .npy or image file") from e
+
+
+def _run_device(args: argparse.Namespace) -> int:
+    from tpu_xdsl.device.model_file import load_model
+    from tpu_xdsl.device.runtime import profile_lines, run_model
+    from tpu_xdsl.weights import write_npz_atomic
+
+    if args.chip:
+        from tpu_xdsl.device.chip import chip_config
+
+        chip_config(args.chip)
+    model = load_model(args.model, chip=args.chip)
+    inputs = load_device_inputs(args.input, model)
+    result = run_model(model, inputs, dump_all=args.dump_all)
+    tensors = {**result.tensors, **result.outputs} if args.dump_all else result.outputs
+    write_npz_atomic(Path(args.output), tensors)
+    if args.profile:
+        for line in profile_lines(model, result.timeline):
+            print(line)
+    for name, value in result.outputs.items():
+        print(f"{name}: shape {list(value.shape)} {value.dtype}")
+    from tpu_xdsl.device.chip import chip_config
+
+    chip = chip_config(model.chip)
+    print(f"{model.chip}: {result.timeline.total_cycles} cycles = "
+          f"{chip.cycles_to_seconds(result.timeline.total_cycles) * 1e3:.3f} ms")
+    print(f"wrote {args.output} ({len(tensors)} tensors)")
+    return 0
+
+
+def _info(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from tpu_xdsl.device.model_file import load_model, model_summary
+
+    model = load_model(args.model)
+    for line in model_summary(model):
+        print(line)
+    print("memory map (DDR):")
+    print(f"  {0:#012x} - {len(model.coefficients):#012x}  coefficients ({len(model.coefficients)} bytes)")
+    from tpu_xdsl.device.isa import DTYPE_SIZES
+
+    for desc in sorted(model.tensors, key=lambda d: (d.addr, d.name)):
+        size = int(np.prod(desc.shape)) * DTYPE_SIZES[desc.dtype] if desc.shape else DTYPE_SIZES[desc.dtype]
+        print(f"  {desc.addr:#012x} - {desc.addr + size:#012x}  {desc.name} {list(desc.shape)} {desc.dtype}")
     return 0
 
 
@@ -223,12 +298,18 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("-o", "--output", required=True, help="the TOP .mlir to write")
     t.set_defaults(func=_transform)
 
-    r = sub.add_parser("run", help="run a TOP/TPU .mlir on inputs with the interpreter")
-    r.add_argument("model", help="a .mlir file")
+    r = sub.add_parser("run", help="run a TOP/TPU .mlir with the interpreter, or a .tpumodel on the device model")
+    r.add_argument("model", help="a .mlir or .tpumodel file")
     r.add_argument("--input", required=True, help=".npz/.npy inputs or an image")
     r.add_argument("--output", required=True, help="where to write the outputs (.npz)")
     r.add_argument("--dump-all", action="store_true", help="also write every named intermediate tensor")
+    r.add_argument("--profile", action="store_true", help="per layer: cycles, MACs, utilization, DMA bytes (.tpumodel)")
+    r.add_argument("--chip", help="the device to run on (.tpumodel; default: the model's chip)")
     r.set_defaults(func=_run)
+
+    info = sub.add_parser("info", help="what a .tpumodel holds: chip, mode, I/O, instructions, memory map")
+    info.add_argument("model", help="a .tpumodel file")
+    info.set_defaults(func=_info)
 
     check = sub.add_parser("check", help="parse, verify and print a .mlir file")
     check.add_argument("file", help="a TOP or TPU .mlir file")
@@ -258,6 +339,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("tpu-xdsl: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader of our output went away (| head): not an error
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":

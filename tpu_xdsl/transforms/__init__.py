@@ -63,6 +63,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return TopFuseSilu
 
+    def tpu_assign_memory():
+        from tpu_xdsl.transforms.tpu_assign_memory import TpuAssignMemory
+
+        return TpuAssignMemory
+
     return {
         "import-calibration": import_calibration,
         "lower-top-to-tpu": lower_top_to_tpu,
@@ -75,4 +80,5 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "top-fuse-layernorm": top_fuse_layernorm,
         "top-fuse-relu": top_fuse_relu,
         "top-fuse-silu": top_fuse_silu,
+        "tpu-assign-memory": tpu_assign_memory,
     }

@@ -1,0 +1,186 @@
+"""The device model alone: each instruction's function and cycle count on small hand-written
+programs, the lane layout of local memory, dependency-token ordering, illegal programs.
+
+Expected values are computed by hand (cycles from the chip's public figures and
+the documented latencies) or with plain numpy on the same data.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from tpu_xdsl.device.chip import BM1684X, CV183X
+from tpu_xdsl.device.isa import (
+    Compute,
+    DdrView,
+    DmaCopy,
+    DmaFill,
+    DmaLoad,
+    DmaStore,
+    IllegalProgramError,
+    LocalTensor,
+)
+from tpu_xdsl.device.simulator import Device, schedule
+from tpu_xdsl.device.timing import cycles
+
+
+def local(addr: int, dtype: str, view: tuple[int, ...]) -> LocalTensor:
+    n, c, h, w = view if len(view) == 4 else (1, view[0], 1, int(np.prod(view[1:])))
+    return LocalTensor(addr, dtype, (n, c, h, w), view)
+
+
+# -- memory ---------------------------------------------------------------------------------
+
+
+def test_channels_go_round_the_lanes_each_plane_aligned_to_the_execution_units():
+    device = Device(BM1684X, 1 << 16)
+    x = np.arange(2 * 70 * 3 * 5, dtype=np.int32).reshape(2, 70, 3, 5)
+    tensor = LocalTensor(128, "int32", (2, 70, 3, 5), (2, 70, 3, 5))
+    device.write_local(tensor, x)
+    # 70 channels on 64 lanes: two planes per lane; a plane of 15 int32 (60 bytes) takes 64.
+    assert tensor.lane_bytes(64, 64) == 2 * 2 * 64
+    lane5 = device.lmem[5, 128 : 128 + 256].view(np.int32).reshape(2, 2, 16)
+    np.testing.assert_array_equal(lane5[0, 0, :15], x[0, 5].ravel())  # channel 5, image 0
+    np.testing.assert_array_equal(lane5[1, 1, :15], x[1, 69].ravel())  # channel 64 + 5 = 69, image 1
+    np.testing.assert_array_equal(device.read_local(tensor), x)
+
+
+def test_dma_moves_strided_views_and_fills():
+    device = Device(BM1684X, 4096)
+    x = np.arange(24, dtype=np.int16).reshape(2, 3, 4)
+    device.write_ddr(DdrView.contiguous(0, "int16", x.shape), x)
+    # A transposing copy: read through permuted strides, write contiguously.
+    src = DdrView.contiguous(0, "int16", x.shape).permuted((2, 0, 1))
+    dst = DdrView.contiguous(1024, "int16", (4, 2, 3))
+    fill = DdrView.contiguous(2048, "int16", (5,))
+    device.execute([DmaCopy(0, src, dst), DmaFill(1, fill, -3.0)])
+    np.testing.assert_array_equal(device.read_ddr(dst), x.transpose(2, 0, 1))
+    np.testing.assert_array_equal(device.read_ddr(fill), [-3] * 5)
+    # A broadcast: stride 0.
+    wide = DdrView(0, "int16", (3, 4), (0, 1))
+    np.testing.assert_array_equal(device.read_ddr(wide), np.tile(x[0, 0], (3, 1)))
+
+
+def test_load_compute_store_equals_the_kernel():
+    device = Device(BM1684X, 1 << 16)
+    rng = np.random.default_rng(0)
+    a = rng.integers(-128, 128, (1, 8, 4, 4)).astype(np.int8)
+    b = rng.integers(-128, 128, (1, 8, 4, 4)).astype(np.int8)
+    da, db, dy = (DdrView.contiguous(addr, "int8", a.shape) for addr in (0, 256, 512))
+    device.write_ddr(da, a)
+    device.write_ddr(db, b)
+    la, lb, ly = (local(addr, "int8", a.shape) for addr in (0, 64, 128))
+    attrs = {"multiplier": [1 << 30, 1 << 30], "rshift": [31]}  # (a + b) / 2
+    program = [
+        DmaLoad(0, da, la),
+        DmaLoad(1, db, lb),
+        Compute(2, "add", (la, lb), (ly,), attrs, deps=(0, 1)),
+        DmaStore(3, ly, dy, deps=(2,)),
+    ]
+    device.execute(program)
+    total = a.astype(np.int64) + b
+    expected = np.sign(total) * ((np.abs(total) + 1) // 2)  # half away from zero
+    np.testing.assert_array_equal(device.read_ddr(dy), expected)
+
+
+# -- timing ---------------------------------------------------------------------------------
+
+
+def test_dma_cycles_from_bandwidth_and_latency():
+    load = DmaLoad(0, DdrView.contiguous(0, "int8", (1, 64, 56, 56)), local(0, "int8", (1, 64, 56, 56)))
+    # 200,704 bytes at 58 bytes per cycle (58 GB/s at 1 GHz), rounded up, plus 200 cycles
+    assert cycles(BM1684X, load) == 200 + math.ceil(200704 / 58)
+    store = DmaStore(0, local(0, "float32", (1, 4, 8, 8)), DdrView.contiguous(0, "float32", (1, 4, 8, 8)))
+    assert cycles(BM1684X, store) == 200 + math.ceil(1024 / 44)
+    # cv183x: 4 GB/s at 650 MHz
+    assert cycles(CV183X, load) == 300 + math.ceil(200704 / (4e9 / 650e6))
+
+
+def test_conv_cycles_round_channels_up_to_lanes_and_input_channels_to_the_array():
+    x = local(0, "int8", (1, 96, 28, 28))
+    w = local(0, "int8", (80, 96, 3, 3))
+    y = local(0, "int8", (1, 80, 28, 28))
+    conv = Compute(0, "conv", (x, w, None), (y,), {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]})
+    # INT8 on bm1684x: 64 lanes x 64 input channels x 4 pixels. 80 output channels take 2
+    # lane passes, 96 input channels 2 array passes; 9 taps; 784 pixels / 4 = 196.
+    assert cycles(BM1684X, conv) == 64 + 2 * 2 * 9 * 196
+    depthwise = Compute(0, "conv", (x, local(0, "int8", (96, 1, 3, 3)), None), (local(0, "int8", (1, 96, 28, 28)),),
+                        {"kernel_shape": [3, 3], "group": 96})
+    # one multiply-add per tap on the lanes: 2 channel passes x 9 taps x 784 / 64 int8 per EU
+    assert cycles(BM1684X, depthwise) == 64 + 2 * 9 * math.ceil(784 / 64)
+    add = Compute(0, "add", (y, y), (y,), {})
+    assert cycles(BM1684X, add) == 64 + 2 * 2 * math.ceil(784 / 64)  # 2 passes
+
+
+# -- dependency tokens --------------------------------------------------------------------------
+
+
+def test_engines_overlap_and_wait_for_their_tokens():
+    big = DdrView.contiguous(0, "int8", (1, 64, 64, 64))
+    tensor = local(0, "int8", (1, 64, 64, 64))
+    out = local(4096, "int8", (1, 64, 64, 64))
+    program = [
+        DmaLoad(0, big, tensor),
+        Compute(1, "relu", (tensor,), (out,), {}, deps=(0,)),
+        DmaLoad(2, big, local(8192, "int8", (1, 64, 64, 64))),  # independent: runs during the compute
+        DmaStore(3, out, DdrView.contiguous(1 << 18, "int8", (1, 64, 64, 64)), deps=(1,)),
+    ]
+    timeline = schedule(BM1684X, program)
+    load, compute, load2, store = timeline.scheduled
+    assert compute.start == load.finish
+    assert load2.start == load.finish  # the DMA queue is free; no token to wait for
+    assert store.start == max(compute.finish, load2.finish)
+    assert timeline.total_cycles == store.finish
+
+
+def test_a_missing_token_reads_stale_memory():
+    """Reads happen when an instruction starts, writes when it finishes: without its token
+    the compute starts at cycle 0 and sees the local memory before the load lands."""
+    device = Device(BM1684X, 1 << 16)
+    x = np.full((1, 4, 8, 8), 7, dtype=np.int8)
+    src, dst = DdrView.contiguous(0, "int8", x.shape), DdrView.contiguous(4096, "int8", x.shape)
+    device.write_ddr(src, x)
+    tensor, out = local(0, "int8", x.shape), local(128, "int8", x.shape)
+
+    def program(deps):
+        return [DmaLoad(0, src, tensor), Compute(1, "relu", (tensor,), (out,), {}, deps=deps),
+                DmaStore(2, out, dst, deps=(1,))]
+
+    device.execute(program(deps=()))
+    assert np.all(device.read_ddr(dst) == 0)
+    device.execute(program(deps=(0,)))
+    assert np.all(device.read_ddr(dst) == 7)
+
+
+# -- illegal programs ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("instruction", "fragment"),
+    [
+        (DmaLoad(0, DdrView.contiguous(4000, "int8", (200,)), local(0, "int8", (1, 200))), "outside the 4096 bytes"),
+        (DmaLoad(0, DdrView.contiguous(0, "int8", (64,)), local(32, "int8", (1, 64))), "not aligned to the 64-byte"),
+        (DmaLoad(0, DdrView.contiguous(0, "int8", (4096,)), LocalTensor(262144 - 64, "int8", (1, 1, 1, 4096), (4096,))),
+         "does not fit the 262144 bytes of a lane"),
+        (DmaStore(0, local(0, "float32", (1, 2)), DdrView.contiguous(2, "float32", (2,))), "not aligned to float32"),
+        (Compute(0, "frobnicate", (local(0, "int8", (1, 4)),), (local(64, "int8", (1, 4)),), {}), "no compute kernel 'frobnicate'"),
+    ],
+)
+def test_illegal_instructions_are_rejected_by_name(instruction, fragment):
+    device = Device(BM1684X, 4096)
+    with pytest.raises(IllegalProgramError) as error:
+        device.execute([instruction])
+    assert "instruction 0" in str(error.value) and fragment in str(error.value)
+
+
+def test_dependencies_must_point_backwards_and_ddr_must_fit_the_chip():
+    tensor = local(0, "int8", (1, 4))
+    program = [DmaLoad(0, DdrView.contiguous(0, "int8", (4,)), tensor, deps=(1,)),
+               DmaStore(1, tensor, DdrView.contiguous(64, "int8", (4,)))]
+    with pytest.raises(IllegalProgramError, match="instruction 0 .* depends on instruction 1, which does not come before"):
+        schedule(BM1684X, program)
+    with pytest.raises(IllegalProgramError, match="needs 2147483648 bytes of DDR; cv183x has 1073741824"):
+        Device(CV183X, 2 << 30)

@@ -1,0 +1,534 @@
+"""Codegen: an addressed TPU module (`tpu-assign-memory`) -> a device program (`TpuModel`).
+
+Op by op, in program order (layer groups come later):
+
+- data movement that only reorders elements (reshape, permute, slice, expand,
+  depth2space, split, concat without rescaling, pad, tile) becomes DMA copies
+  DDR -> DDR through strided views: the view of a kernel is found by running
+  it on an array of element indices and reading off the strides;
+- every other op computes in local memory over slices of its output sized so
+  that the slices fit (N first, then H with the halos of windows, then C;
+  `slicing`): per slice, DMA loads of its operand boxes, one compute, one
+  DMA store. Constant operands read whole are loaded once per op. With two or
+  more slices the buffers are doubled, so the load of slice i+1 overlaps the
+  compute of slice i (loads run one slice ahead on the DMA queue; the
+  dependency tokens guard buffer reuse).
+
+DDR hazards need no tokens: every DDR access is on the DMA queue, which runs
+in program order. Local-memory hazards between the two engines are explicit
+dependencies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+)
+from xdsl.ir import Operation, SSAValue
+
+from tpu_xdsl.backend import slicing
+from tpu_xdsl.backend.slicing import Box, OpShape
+from tpu_xdsl.device.chip import ChipConfig, chip_config
+from tpu_xdsl.device.isa import (
+    Compute,
+    DdrView,
+    DmaCopy,
+    DmaFill,
+    DmaLoad,
+    DmaStore,
+    Instruction,
+    LocalTensor,
+    dtype_name,
+)
+from tpu_xdsl.device.model_file import IoDesc, TensorDesc, TpuModel
+from tpu_xdsl.dialects.attr_values import op_attrs, to_py
+from tpu_xdsl.dialects.quant_types import qparams_of
+from tpu_xdsl.errors import TpuXdslError
+from tpu_xdsl.interp.dtypes import numpy_dtype
+from tpu_xdsl.interp.kernels import ResultSpec, load_all
+from tpu_xdsl.interp.runner import main_func, tensor_names
+from tpu_xdsl.quant import ChannelQParams
+from tpu_xdsl.weights import weight_name, weights_of
+
+_IR_ONLY_ATTRS = ("names", "ddr", "ginfo")
+_REORDER = {"reshape", "flatten", "squeeze", "unsqueeze", "permute", "slice", "expand", "depth2space"}
+
+
+class CodegenError(TpuXdslError):
+    """An op cannot be compiled for the chip (too large for local memory, unsupported)."""
+
+
+def shape4(shape: Sequence[int]) -> tuple[int, int, int, int]:
+    """The [N, C, H, W] lane layout of a tensor of any rank: rank 4 as it is; otherwise the
+    first dim is N, the second C (on the lanes) and the rest one row."""
+    dims = [int(d) for d in shape]
+    if len(dims) == 4:
+        return dims[0], dims[1], dims[2], dims[3]
+    if len(dims) == 0:
+        return 1, 1, 1, 1
+    if len(dims) == 1:
+        return 1, dims[0], 1, 1
+    if len(dims) == 2:
+        return 1, dims[0], 1, dims[1]
+    return dims[0], dims[1], 1, int(np.prod(dims[2:]))
+
+
+@dataclass
+class _Tensor:
+    """A value's place in DDR."""
+
+    addr: int
+    shape: tuple[int, ...]
+    dtype: str
+
+    def view(self) -> DdrView:
+        return DdrView.contiguous(self.addr, self.dtype, self.shape)
+
+
+@dataclass
+class _Program:
+    chip: ChipConfig
+    instructions: list[Instruction] = field(default_factory=list)
+
+    def emit(self, cls, *args, deps: Sequence[int] = (), layer: str = "", **kwargs) -> int:
+        index = len(self.instructions)
+        self.instructions.append(cls(index, *args, deps=tuple(sorted(set(deps))), layer=layer, **kwargs))
+        return index
+
+
+def _ddr_addresses(op: Operation) -> list[int]:
+    attr = op.attributes.get("ddr")
+    if not isinstance(attr, ArrayAttr):
+        raise CodegenError(f"'{op.name}' ({', '.join(tensor_names(op))}) has no DDR address: run tpu-assign-memory first")
+    return [a.value.data for a in attr.data if isinstance(a, IntegerAttr)]
+
+
+def _tensor_of(value: SSAValue, places: dict[SSAValue, _Tensor]) -> _Tensor:
+    return places[value]
+
+
+def _kernel_attrs(op: Operation) -> dict[str, Any]:
+    return {k: v for k, v in op_attrs(op).items() if k not in _IR_ONLY_ATTRS}
+
+
+class Codegen:
+    def __init__(self, module: ModuleOp, chip: ChipConfig):
+        self.module = module
+        self.chip = chip
+        self.program = _Program(chip)
+        self.places: dict[SSAValue, _Tensor] = {}
+        self.written_by: dict[SSAValue, int] = {}
+        self.weights = weights_of(module)
+        self.coefficients = bytearray()
+
+    # -- the whole module ------------------------------------------------------------
+
+    def run(self) -> TpuModel:
+        main = main_func(self.module)
+        for op in main.body.block.ops:
+            if op.name == "func.return":
+                continue
+            if op.name == "top.none":
+                continue
+            addresses = _ddr_addresses(op)
+            for value, addr in zip(op.results, addresses, strict=True):
+                t = value.type
+                assert isinstance(t, TensorType)
+                self.places[value] = _Tensor(addr, tuple(t.get_shape()), dtype_name(numpy_dtype(t.element_type)))
+            if op.name == "top.weight":
+                self._place_weight(op)
+            elif op.name != "top.input":
+                self.lower(op)
+        return self._model(main)
+
+    def _place_weight(self, op: Operation) -> None:
+        place = self.places[op.results[0]]
+        data = np.ascontiguousarray(np.asarray(self.weights[weight_name(op)]).astype(numpy_dtype(op.results[0].type.element_type)))  # type: ignore[attr-defined]
+        raw = data.tobytes()
+        end = place.addr + len(raw)
+        if end > len(self.coefficients):
+            self.coefficients.extend(bytes(end - len(self.coefficients)))
+        self.coefficients[place.addr : end] = raw
+
+    def _io(self, value: SSAValue, name: str) -> IoDesc:
+        place = self.places[value]
+        qparams = qparams_of(value.type, self.weights)
+        if isinstance(qparams, ChannelQParams):
+            return IoDesc(name, place.shape, place.dtype, place.addr, scales=tuple(float(s) for s in qparams.scales))
+        if qparams is not None:
+            return IoDesc(name, place.shape, place.dtype, place.addr, qparams.scale, qparams.zero_point)
+        return IoDesc(name, place.shape, place.dtype, place.addr)
+
+    def _model(self, main) -> TpuModel:
+        inputs = [self._io(op.results[0], (tensor_names(op) or ["input"])[0]) for op in main.body.block.ops if op.name == "top.input"]
+        ret = main.body.block.last_op
+        outputs = []
+        for i, value in enumerate(ret.operands):
+            owner = value.owner
+            names = tensor_names(owner) if isinstance(owner, Operation) else []
+            index = owner.results.index(value) if isinstance(owner, Operation) else 0
+            outputs.append(self._io(value, names[index] if index < len(names) else f"output{i}"))
+        tensors = []
+        for value, writer in self.written_by.items():
+            owner = value.owner
+            assert isinstance(owner, Operation)
+            names = tensor_names(owner)
+            index = owner.results.index(value)
+            if index >= len(names):
+                continue
+            io = self._io(value, names[index])
+            tensors.append(TensorDesc(io.name, io.shape, io.dtype, io.addr, writer, io.scale, io.zero_point, io.scales))
+        attr = self.module.attributes.get("module.ddr_bytes")
+        ddr_bytes = attr.value.data if isinstance(attr, IntegerAttr) else max(
+            (p.addr + _nbytes(p) for p in self.places.values()), default=0
+        )
+        name = self.module.attributes.get("module.name")
+        mode = self.module.attributes.get("module.mode")
+        preprocess = self.module.attributes.get("module.preprocess")
+        return TpuModel(
+            name=name.data if isinstance(name, StringAttr) else "model",
+            chip=self.chip.name,
+            mode=mode.data if isinstance(mode, StringAttr) else "F32",
+            instructions=self.program.instructions,
+            coefficients=bytes(self.coefficients),
+            ddr_bytes=int(ddr_bytes),
+            inputs=inputs,
+            outputs=outputs,
+            tensors=tensors,
+            preprocess=to_py(preprocess) if preprocess is not None else None,
+        )
+
+    # -- one op ----------------------------------------------------------------------------
+
+    def lower(self, op: Operation) -> None:
+        kind = op.name.split(".", 1)[1]
+        layer = (tensor_names(op) or [kind])[0]
+        attrs = _kernel_attrs(op)
+        if kind in _REORDER and self._reorder(op, attrs, layer):
+            return
+        if kind in ("split", "concat", "pad", "tile") and self._moves(op, kind, attrs, layer):
+            return
+        self._compute(op, kind, attrs, layer)
+
+    # DMA-only ops ------------------------------------------------------------------
+
+    def _copy(self, src: DdrView, dst: DdrView, layer: str) -> int:
+        return self.program.emit(DmaCopy, src, dst, layer=layer)
+
+    def _reorder(self, op: Operation, attrs: dict[str, Any], layer: str) -> bool:
+        """One strided copy when the op's kernel maps output elements to input elements affinely."""
+        source = self.places[op.operands[0]]
+        target = self.places[op.results[0]]
+        index = np.arange(int(np.prod(source.shape)), dtype=np.int64).reshape(source.shape)
+        kind = op.name.split(".", 1)[1]
+        (mapped,) = load_all()[kind]([index], attrs, [ResultSpec(target.shape, np.dtype(np.int64))])
+        strides = _affine_strides(np.asarray(mapped))
+        if strides is None:
+            return False
+        offset, steps = strides
+        size = numpy_dtype_size(source.dtype)
+        src = DdrView(source.addr + offset * size, source.dtype, target.shape, steps)
+        self.written_by[op.results[0]] = self._copy(src, target.view(), layer)
+        return True
+
+    def _moves(self, op: Operation, kind: str, attrs: dict[str, Any], layer: str) -> bool:
+        if kind == "concat":
+            if attrs.get("multiplier"):
+                return False
+            target = self.places[op.results[0]]
+            axis = int(attrs["axis"]) % len(target.shape)
+            start = 0
+            last = -1
+            for value in op.operands:
+                part = self.places[value]
+                box = [(0, d) for d in target.shape]
+                box[axis] = (start, part.shape[axis])
+                dst = target.view().box(tuple(s for s, _ in box), tuple(n for _, n in box))
+                last = self._copy(part.view(), dst, layer)
+                start += part.shape[axis]
+            self.written_by[op.results[0]] = last
+            return True
+        if kind == "split":
+            source = self.places[op.operands[0]]
+            axis = int(attrs.get("axis", 0)) % len(source.shape)
+            start = 0
+            for value in op.results:
+                part = self.places[value]
+                starts = tuple(start if a == axis else 0 for a in range(len(source.shape)))
+                self.written_by[value] = self._copy(source.view().box(starts, part.shape), part.view(), layer)
+                start += part.shape[axis]
+            return True
+        if kind == "pad":
+            if attrs.get("mode", "constant") != "constant" or min(attrs["pads"], default=0) < 0:
+                return False
+            source, target = self.places[op.operands[0]], self.places[op.results[0]]
+            rank = len(source.shape)
+            begins = list(attrs["pads"])[:rank]
+            self._copy_fill(target, float(attrs.get("value", 0.0)), layer)
+            interior = target.view().box(tuple(begins), source.shape)
+            self.written_by[op.results[0]] = self._copy(source.view(), interior, layer)
+            return True
+        if kind == "tile":
+            source, target = self.places[op.operands[0]], self.places[op.results[0]]
+            repeats = [int(r) for r in attrs["repeats"]]
+            dst_strides = target.view().strides
+            shape, dst_s, src_s = [], [], []
+            for r, d, ts, ss in zip(repeats, source.shape, dst_strides, source.view().strides, strict=True):
+                shape += [r, d]
+                dst_s += [d * ts, ts]
+                src_s += [0, ss]
+            src = DdrView(source.addr, source.dtype, tuple(shape), tuple(src_s))
+            dst = DdrView(target.addr, target.dtype, tuple(shape), tuple(dst_s))
+            self.written_by[op.results[0]] = self._copy(src, dst, layer)
+            return True
+        return False
+
+    def _copy_fill(self, target: _Tensor, value: float, layer: str) -> int:
+        return self.program.emit(DmaFill, target.view(), value, layer=layer)
+
+    # compute ops ---------------------------------------------------------------------------
+
+    def _compute(self, op: Operation, kind: str, attrs: dict[str, Any], layer: str) -> None:
+        operands: list[SSAValue | None] = [None if _is_none(v) else v for v in op.operands]
+        shape = OpShape(
+            kind,
+            attrs,
+            tuple(None if v is None else self.places[v].shape for v in operands),
+            tuple(v is not None and isinstance(v.owner, Operation) and v.owner.name == "top.weight" for v in operands),
+            tuple(self.places[r].shape for r in op.results),
+        )
+        dtypes = [None if v is None else self.places[v].dtype for v in operands]
+        result_dtypes = [self.places[r].dtype for r in op.results]
+        slices, buffers = self._slices(op, shape, dtypes, result_dtypes, layer)
+        resident = [
+            i for i, v in enumerate(operands)
+            if v is not None and shape.constants[i] and all(s.operands[i] == slices[0].operands[i] for s in slices)
+        ]
+        self._emit_slices(op, kind, operands, slices, resident, layer, dtypes, result_dtypes, buffers)
+
+    def _slices(self, op: Operation, shape: OpShape, dtypes, result_dtypes, layer: str) -> tuple[list[slicing.SlicePlan], int]:
+        """Few slices whose working set fits local memory, and the buffers per streamed
+        tensor: the output is cut in halves along N, then H, then C, as far as each goes,
+        with two buffers (loads overlap computes); one when even the smallest slices
+        need all of local memory."""
+        out = shape.results[0]
+        axes = slicing.splittable_axes(shape)
+        for buffers in (2, 1):
+            counts = [1] * len(out)
+            while True:
+                plans = self._plans(shape, counts)
+                if self._fits(shape, plans, dtypes, result_dtypes, buffers if len(plans) > 1 else 1):
+                    return plans, buffers if len(plans) > 1 else 1
+                axis = next((a for a in axes if counts[a] < out[a]), None)
+                if axis is None or len(plans) > 1 << 16:
+                    break
+                counts[axis] = min(out[axis], counts[axis] * 2)
+        raise CodegenError(
+            f"'{op.name}' ({layer}) does not fit local memory ({self.chip.npu_num} lanes of "
+            f"{self.chip.lmem_bytes} bytes) even in the smallest slices it can be cut into"
+        )
+
+    @staticmethod
+    def _plans(shape: OpShape, counts: list[int]) -> list[slicing.SlicePlan]:
+        out = shape.results[0]
+        pieces = [slicing.split_axis(d, c) for d, c in zip(out, counts)]
+        boxes = [tuple(combo) for combo in _product(pieces)]
+        return [slicing.plan(shape, box) for box in boxes]
+
+    def _lane_bytes(self, dtype: str, box: Box) -> int:
+        tensor = LocalTensor(0, dtype, shape4(slicing.sizes(box)), slicing.sizes(box))
+        return tensor.lane_bytes(self.chip.npu_num, self.chip.eu_bytes)
+
+    def _fits(self, shape: OpShape, plans: list[slicing.SlicePlan], dtypes, result_dtypes, buffers: int) -> bool:
+        streamed = 0
+        resident = 0
+        for i, operand in enumerate(shape.operands):
+            if operand is None:
+                continue
+            dtype = dtypes[i]
+            biggest = max(self._lane_bytes(dtype, p.operands[i]) for p in plans if p.operands[i] is not None)
+            same = all(p.operands[i] == plans[0].operands[i] for p in plans)
+            if shape.constants[i] and same:
+                resident += biggest
+            else:
+                streamed += biggest
+        for j in range(len(shape.results)):
+            streamed += max(self._lane_bytes(result_dtypes[j], p.outputs[j]) for p in plans)
+        return resident + buffers * streamed <= self.chip.lmem_bytes
+
+    def _emit_slices(self, op, kind, operands, slices, resident, layer, dtypes, result_dtypes, buffers) -> None:
+        chip = self.chip
+        program = self.program
+        alloc = _LocalAllocator(chip)
+        # resident operands: loaded once
+        resident_local: dict[int, LocalTensor] = {}
+        resident_loads: list[int] = []
+        for i in resident:
+            box = slices[0].operands[i]
+            assert box is not None
+            local = alloc.tensor(dtypes[i], box)
+            resident_local[i] = local
+            src = self.places[operands[i]].view().box(*_starts_sizes(box))
+            resident_loads.append(program.emit(DmaLoad, src, local, layer=layer))
+        streamed = [i for i, v in enumerate(operands) if v is not None and i not in resident]
+        sizes_in = {i: max(alloc.lane_bytes(dtypes[i], s.operands[i]) for s in slices) for i in streamed}
+        sizes_out = [max(alloc.lane_bytes(result_dtypes[j], s.outputs[j]) for s in slices) for j in range(len(op.results))]
+        bases_in = [{i: alloc.reserve(sizes_in[i]) for i in streamed} for _ in range(buffers)]
+        bases_out = [[alloc.reserve(size) for size in sizes_out] for _ in range(buffers)]
+
+        def local_at(base: int, dtype: str, box: Box) -> LocalTensor:
+            dims = slicing.sizes(box)
+            return LocalTensor(base, dtype, shape4(dims), dims)
+
+        loads: dict[int, list[int]] = {}
+        computes: dict[int, int] = {}
+        stores: dict[int, list[int]] = {}
+
+        def emit_loads(k: int) -> None:
+            plan = slices[k]
+            b = k % buffers
+            # the buffer's previous user: the compute `buffers` slices back
+            deps = [computes[k - buffers]] if k - buffers in computes else []
+            ids = []
+            for i in streamed:
+                box = plan.operands[i]
+                assert box is not None
+                src = self.places[operands[i]].view().box(*_starts_sizes(box))
+                ids.append(program.emit(DmaLoad, src, local_at(bases_in[b][i], dtypes[i], box), deps=deps, layer=layer))
+            loads[k] = ids
+
+        macs = _macs(kind, op)
+        total_out = max(1, int(np.prod(self.places[op.results[0]].shape)))
+        # With two buffers the loads run one slice ahead (overlapping the compute before
+        # them); with one, each slice's loads wait for the previous compute.
+        emit_loads(0)
+        for k, plan in enumerate(slices):
+            if k > 0 and buffers == 1:
+                emit_loads(k)
+            if buffers == 2 and k + 1 < len(slices):
+                emit_loads(k + 1)
+            b = k % buffers
+            inputs: list[LocalTensor | None] = []
+            for i, v in enumerate(operands):
+                if v is None:
+                    inputs.append(None)
+                elif i in resident_local:
+                    inputs.append(resident_local[i])
+                else:
+                    box = plan.operands[i]
+                    assert box is not None
+                    inputs.append(local_at(bases_in[b][i], dtypes[i], box))
+            outputs = tuple(local_at(bases_out[b][j], result_dtypes[j], plan.outputs[j]) for j in range(len(op.results)))
+            deps = [*loads[k], *resident_loads, *stores.get(k - buffers, [])]
+            share = int(np.prod(slicing.sizes(plan.outputs[0]))) / total_out
+            computes[k] = program.emit(
+                Compute, kind, tuple(inputs), outputs, plan.attrs, deps=deps, layer=layer, macs=round(macs * share)
+            )
+            ids = []
+            for j, value in enumerate(op.results):
+                dst = self.places[value].view().box(*_starts_sizes(plan.outputs[j]))
+                ids.append(program.emit(DmaStore, outputs[j], dst, deps=[computes[k]], layer=layer))
+                self.written_by[value] = ids[-1]
+            stores[k] = ids
+
+
+def numpy_dtype_size(dtype: str) -> int:
+    from tpu_xdsl.device.isa import DTYPE_SIZES
+
+    return DTYPE_SIZES[dtype]
+
+
+def _nbytes(place: _Tensor) -> int:
+    return int(np.prod(place.shape)) * numpy_dtype_size(place.dtype)
+
+
+def _starts_sizes(box: Box) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    return tuple(s for s, _ in box), tuple(n for _, n in box)
+
+
+def _product(pieces: list[list[tuple[int, int]]]):
+    import itertools
+
+    return itertools.product(*pieces)
+
+
+def _is_none(value: SSAValue) -> bool:
+    owner = value.owner
+    return isinstance(owner, Operation) and owner.name == "top.none"
+
+
+def _affine_strides(index: np.ndarray) -> tuple[int, tuple[int, ...]] | None:
+    """(offset, strides) with index[o] = offset + sum(o_k * strides_k) for every o, or None."""
+    if index.size == 0:
+        return 0, tuple(0 for _ in index.shape)
+    offset = int(index.reshape(-1)[0])
+    strides = []
+    expected = np.full(index.shape, offset, dtype=np.int64)
+    for axis, size in enumerate(index.shape):
+        if size == 1:
+            strides.append(0)
+            continue
+        at = [0] * index.ndim
+        at[axis] = 1
+        step = int(index[tuple(at)]) - offset
+        strides.append(step)
+        shape = [1] * index.ndim
+        shape[axis] = size
+        expected = expected + (np.arange(size, dtype=np.int64) * step).reshape(shape)
+    return (offset, tuple(strides)) if np.array_equal(expected, index) else None
+
+
+def _macs(kind: str, op: Operation) -> int:
+    if kind not in ("conv", "deconv", "matmul"):
+        return 0
+    out = op.results[0].type.get_shape()  # type: ignore[attr-defined]
+    if kind == "matmul":
+        k = op.operands[0].type.get_shape()[-1]  # type: ignore[attr-defined]
+        return int(np.prod(out)) * int(k)
+    w = op.operands[1].type.get_shape()  # type: ignore[attr-defined]
+    per_output = int(np.prod(w[1:])) if kind == "conv" else int(np.prod(w[2:])) * int(w[0]) // max(1, int(op_attrs(op).get("group", 1)))
+    if kind == "deconv":
+        x = op.operands[0].type.get_shape()  # type: ignore[attr-defined]
+        return int(np.prod(x)) * int(np.prod(w[1:]))
+    return int(np.prod(out)) * per_output
+
+
+class _LocalAllocator:
+    """Lane addresses handed out in order, each aligned to the execution units."""
+
+    def __init__(self, chip: ChipConfig):
+        self.chip = chip
+        self.next = 0
+
+    def lane_bytes(self, dtype: str, box: Box | None) -> int:
+        if box is None:
+            return 0
+        dims = slicing.sizes(box)
+        return LocalTensor(0, dtype, shape4(dims), dims).lane_bytes(self.chip.npu_num, self.chip.eu_bytes)
+
+    def reserve(self, size: int) -> int:
+        addr = self.next
+        self.next += -(-size // self.chip.eu_bytes) * self.chip.eu_bytes
+        if self.next > self.chip.lmem_bytes:
+            raise CodegenError(f"local memory overflow: {self.next} bytes of {self.chip.lmem_bytes} per lane")
+        return addr
+
+    def tensor(self, dtype: str, box: Box) -> LocalTensor:
+        dims = slicing.sizes(box)
+        return LocalTensor(self.reserve(self.lane_bytes(dtype, box)), dtype, shape4(dims), dims)
+
+
+def codegen(module: ModuleOp, chip_name: str | None = None) -> TpuModel:
+    """The device program of an addressed TPU module."""
+    chip = module.attributes.get("module.chip")
+    name = chip_name or (chip.data if isinstance(chip, StringAttr) else "bm1684x")
+    return Codegen(module, chip_config(name)).run()

@@ -1,0 +1,311 @@
+"""Which part of each operand a slice of an op's output needs (backward slice inference).
+
+An op's output is cut into boxes (N first, then H, then C); for each box an
+op family says which box of each operand it reads and the op's attributes for
+that slice (pads of the window at the slice's edges, the per-channel
+multipliers of its channels, ...). Running the op's kernel on the operand
+boxes with those attributes gives exactly the output box (for integer
+kernels bit for bit).
+
+A box is a tuple of (start, size) per dim. Families:
+
+- elementwise: operands broadcast against the output (numpy rules), or along
+  axis 1 for per-channel vectors (scale, batch_norm, per-channel cast scales,
+  lookup-table rows);
+- window (conv, max_pool, avg_pool): N, output channels and output rows; input
+  rows with the window's halo, the pads moved to the slice's edges;
+- deconv: N, output channels and output rows through the transposed window;
+- matmul: batch dims, rows and columns;
+- rows (softmax, layer_norm, reduce, ...): every axis the op does not reduce;
+- resize (interp, upsample): N and channels;
+- whole: ops that cannot be cut.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+Box = tuple[tuple[int, int], ...]
+
+ELEMENTWISE = {
+    "add", "sub", "mul", "div", "max", "min", "pow", "sqrt", "rsqrt", "exp", "log", "abs", "neg",
+    "sigmoid", "hard_swish", "silu", "tanh", "erf", "reciprocal", "floor", "ceil", "round", "sin", "cos",
+    "softplus", "mish", "sign", "relu", "leaky_relu", "elu", "prelu", "clip", "hard_sigmoid", "gelu",
+    "scale", "batch_norm", "cast", "lut", "requant", "compare", "logical", "where",
+}
+# Rank-1 constant operands of these ops run along axis 1 (per channel), not the last axis.
+CHANNEL_VECTORS = {"scale", "batch_norm"}
+WINDOW = {"conv", "max_pool", "avg_pool"}
+RESIZE = {"interp", "upsample"}
+
+
+def whole(shape: Sequence[int]) -> Box:
+    return tuple((0, int(d)) for d in shape)
+
+
+def sizes(box: Box) -> tuple[int, ...]:
+    return tuple(s for _, s in box)
+
+
+def split_axis(size: int, parts: int) -> list[tuple[int, int]]:
+    """`size` cut into `parts` nearly equal (start, size) pieces."""
+    parts = max(1, min(parts, size))
+    step = math.ceil(size / parts)
+    return [(start, min(step, size - start)) for start in range(0, size, step)]
+
+
+@dataclass
+class SlicePlan:
+    """One slice of an op: the output boxes, each operand's box (None: the operand is
+    absent or read whole once, see `resident`), and the kernel attributes."""
+
+    outputs: list[Box]
+    operands: list[Box | None]
+    attrs: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class OpShape:
+    """What slicing needs of an op: its kind, attributes (Python values), operand shapes
+    (None for an absent operand), which operands are constants, result shapes."""
+
+    kind: str
+    attrs: dict[str, Any]
+    operands: tuple[tuple[int, ...] | None, ...]
+    constants: tuple[bool, ...]
+    results: tuple[tuple[int, ...], ...]
+
+
+def splittable_axes(op: OpShape) -> list[int]:
+    """Output axes the op may be cut along, in the order to try (N, H, C, others)."""
+    out = op.results[0]
+    rank = len(out)
+    kind = op.kind
+    if len(op.results) != 1:
+        return []
+    if kind in ELEMENTWISE:
+        if kind == "lut" and op.operands[1] is not None and len(op.operands[1]) == 2 and rank < 2:
+            return []
+        return _nhc(rank)
+    if kind in WINDOW:
+        if rank != 4:
+            return [0]
+        group = int(op.attrs.get("group", 1))
+        channels = kind != "conv" or group == 1 or (op.operands[0] is not None and group == op.operands[0][1] == out[1])
+        return [0, 2, 1] if channels else [0, 2]
+    if kind == "deconv":
+        return [0, 2, 1] if rank == 4 and int(op.attrs.get("group", 1)) == 1 else [0]
+    if kind == "matmul":
+        if op.attrs.get("left_transpose"):
+            return []
+        return [*range(rank - 2), rank - 2, rank - 1] if rank >= 2 else []
+    if kind in RESIZE:
+        return [0, 1] if rank == 4 else []
+    if kind in ("softmax", "log_softmax"):
+        axis = int(op.attrs.get("axis", -1)) % rank
+        return [a for a in _nhc(rank) if a != axis]
+    if kind == "layer_norm":
+        axis = int(op.attrs.get("axis", -1)) % rank
+        return [a for a in _nhc(rank) if a < axis]
+    if kind == "reduce" and op.attrs.get("keepdims", True):
+        reduced = _reduced_axes(op)
+        return [a for a in _nhc(rank) if a not in reduced]
+    return []
+
+
+def _nhc(rank: int) -> list[int]:
+    """N, H, C, then the remaining axes."""
+    order = [a for a in (0, 2, 1) if a < rank]
+    return order + [a for a in range(rank) if a not in order]
+
+
+def _reduced_axes(op: OpShape) -> set[int]:
+    rank = len(op.operands[0] or ())
+    axes = op.attrs.get("axes") or list(range(rank))
+    return {int(a) % rank for a in axes}
+
+
+def plan(op: OpShape, out_box: Box) -> SlicePlan:
+    """The operand boxes and attributes for output box `out_box`."""
+    kind = op.kind
+    if kind in ELEMENTWISE:
+        return _elementwise(op, out_box)
+    if kind in WINDOW:
+        return _window(op, out_box)
+    if kind == "deconv":
+        return _deconv(op, out_box)
+    if kind == "matmul":
+        return _matmul(op, out_box)
+    if kind in ("softmax", "log_softmax", "layer_norm", "reduce"):
+        return _rows(op, out_box)
+    if kind in RESIZE:
+        return _resize(op, out_box)
+    if out_box != whole(op.results[0]):
+        raise ValueError(f"{kind} cannot be sliced")
+    return SlicePlan([whole(r) for r in op.results], [None if s is None else whole(s) for s in op.operands], dict(op.attrs))
+
+
+# -- families ---------------------------------------------------------------------------------
+
+
+def _channel_range(out_box: Box) -> tuple[int, int]:
+    return out_box[1] if len(out_box) > 1 else (0, 1)
+
+
+def _channel_attrs(attrs: dict[str, Any], kind: str, channels: int, box: tuple[int, int]) -> dict[str, Any]:
+    """Per-channel multipliers/shifts (axis 1) restricted to the channels `box`."""
+    start, size = box
+    if channels <= 1 or (start, size) == (0, channels):
+        return dict(attrs)
+    sliced = dict(attrs)
+    for key in ("multiplier", "rshift"):
+        values = attrs.get(key)
+        if not values:
+            continue
+        if kind in ("add", "sub") and key == "multiplier" and len(values) == 2 * channels:
+            sliced[key] = list(values[start : start + size]) + list(values[channels + start : channels + start + size])
+        elif len(values) == channels:
+            sliced[key] = list(values[start : start + size])
+    return sliced
+
+
+def _broadcast_box(shape: Sequence[int], out_box: Box) -> Box:
+    """The box of an operand broadcast (numpy rules) against the output box."""
+    offset = len(out_box) - len(shape)
+    return tuple((0, 1) if d == 1 else out_box[offset + j] for j, d in enumerate(shape))
+
+
+def _elementwise(op: OpShape, out_box: Box) -> SlicePlan:
+    out = op.results[0]
+    channels = out[1] if len(out) > 1 else 1
+    crange = _channel_range(out_box)
+    boxes: list[Box | None] = []
+    for index, shape in enumerate(op.operands):
+        if shape is None:
+            boxes.append(None)
+        elif op.kind == "lut" and index == 1:  # the table: [256] or a row per channel
+            boxes.append(((crange[0], crange[1]), (0, 256)) if len(shape) == 2 else whole(shape))
+        elif op.kind == "cast" and index == 1 or op.kind in CHANNEL_VECTORS and index > 0 and len(shape) == 1 and shape[0] == channels:  # per-channel scales
+            boxes.append((crange,))
+        else:
+            boxes.append(_broadcast_box(shape, out_box))
+    return SlicePlan([out_box], boxes, _channel_attrs(op.attrs, op.kind, channels, crange))
+
+
+def _window_rows(out_start: int, out_size: int, in_size: int, kernel: int, stride: int, dilation: int,
+                 pad_begin: int, pad_end: int) -> tuple[tuple[int, int], int, int]:
+    """Input rows (start, size) for output rows [out_start, out_start + out_size), and the
+    pads of the slice (never more than the op's own)."""
+    first = out_start * stride - pad_begin
+    last = (out_start + out_size - 1) * stride - pad_begin + (kernel - 1) * dilation  # inclusive
+    start, end = max(0, first), min(in_size, last + 1)
+    return (start, max(0, end - start)), min(pad_begin, max(0, -first)), min(pad_end, max(0, last + 1 - in_size))
+
+
+def _window(op: OpShape, out_box: Box) -> SlicePlan:
+    x_shape = op.operands[0]
+    assert x_shape is not None
+    out = op.results[0]
+    attrs = dict(op.attrs)
+    spatial = len(out) - 2
+    kernel = list(attrs["kernel_shape"])
+    strides = list(attrs.get("strides") or [1] * spatial)
+    dilations = list(attrs.get("dilations") or [1] * spatial)
+    pads = list(attrs.get("pads") or [0] * (2 * spatial))
+    (n0, nn), (c0, cn) = out_box[0], out_box[1]
+    in_box = [(n0, nn), (0, x_shape[1])] + [(0, d) for d in x_shape[2:]]
+    group = int(attrs.get("group", 1))
+    per_channel_input = op.kind != "conv" or (group > 1 and group == x_shape[1] == out[1])
+    if per_channel_input:
+        in_box[1] = (c0, cn)
+        if op.kind == "conv":
+            attrs["group"] = cn
+    if spatial == 2:
+        rows, top, bottom = _window_rows(out_box[2][0], out_box[2][1], x_shape[2], kernel[0], strides[0],
+                                         dilations[0], pads[0], pads[2])
+        in_box[2] = rows
+        pads = [top, pads[1], bottom, pads[3]]
+        attrs["pads"] = pads
+    boxes: list[Box | None] = [tuple(in_box)]
+    for shape in op.operands[1:]:  # filter [OC, IC/g, ...] and bias [OC]
+        if shape is None:
+            boxes.append(None)
+        else:
+            boxes.append(((c0, cn), *whole(shape[1:])))
+    return SlicePlan([out_box], boxes, _channel_attrs(attrs, op.kind, out[1], (c0, cn)))
+
+
+def _deconv(op: OpShape, out_box: Box) -> SlicePlan:
+    x_shape = op.operands[0]
+    assert x_shape is not None
+    out = op.results[0]
+    attrs = dict(op.attrs)
+    spatial = len(out) - 2
+    (n0, nn), (c0, cn) = out_box[0], out_box[1]
+    in_box = [(n0, nn)] + [(0, d) for d in x_shape[1:]]
+    if spatial == 2 and out_box[2] != (0, out[2]):
+        kernel = list(attrs["kernel_shape"])
+        strides = list(attrs.get("strides") or [1] * spatial)
+        dilations = list(attrs.get("dilations") or [1] * spatial)
+        pads = list(attrs.get("pads") or [0] * (2 * spatial))
+        out_pad = list(attrs.get("output_padding") or [0] * spatial)
+        o0, on = out_box[2]
+        s, k, d, p = strides[0], kernel[0], dilations[0], pads[0]
+        # Output row o (before cropping p rows) takes input rows i with i*s <= o + p <= i*s + (k-1)*d.
+        first = max(0, math.ceil((o0 + p - (k - 1) * d) / s))
+        last = min(x_shape[2] - 1, (o0 + on - 1 + p) // s)
+        in_box[2] = (first, last - first + 1)
+        full = (last - first) * s + (k - 1) * d + 1
+        begin = o0 + p - first * s
+        pads = [begin, pads[1], 0, pads[3]]
+        attrs["pads"] = pads
+        attrs["output_padding"] = [max(0, begin + on - full), out_pad[1]]
+    boxes: list[Box | None] = [tuple(in_box)]
+    for index, shape in enumerate(op.operands[1:], start=1):  # filter [C, OC, ...], bias [OC]
+        if shape is None:
+            boxes.append(None)
+        elif index == 1:
+            boxes.append(((0, shape[0]), (c0, cn), *whole(shape[2:])))
+        else:
+            boxes.append(((c0, cn),))
+    return SlicePlan([out_box], boxes, _channel_attrs(attrs, op.kind, out[1], (c0, cn)))
+
+
+def _matmul(op: OpShape, out_box: Box) -> SlicePlan:
+    a_shape, b_shape, bias_shape = op.operands
+    assert a_shape is not None and b_shape is not None
+    out = op.results[0]
+    rank = len(out)
+    rows, cols = out_box[rank - 2], out_box[rank - 1]
+    batch = out_box[: rank - 2]
+    a_box = _broadcast_box(a_shape[:-2], batch) + (rows, (0, a_shape[-1]))
+    if op.attrs.get("right_transpose"):
+        b_box = _broadcast_box(b_shape[:-2], batch) + (cols, (0, b_shape[-1]))
+    else:
+        b_box = _broadcast_box(b_shape[:-2], batch) + ((0, b_shape[-2]), cols)
+    bias_box = None if bias_shape is None else _broadcast_box(bias_shape, out_box)
+    attrs = dict(op.attrs)
+    for key in ("multiplier", "rshift"):
+        values = attrs.get(key)
+        if values and len(values) == out[-1] > 1:
+            attrs[key] = list(values[cols[0] : cols[0] + cols[1]])
+    return SlicePlan([out_box], [a_box, b_box, bias_box], attrs)
+
+
+def _rows(op: OpShape, out_box: Box) -> SlicePlan:
+    x_shape = op.operands[0]
+    assert x_shape is not None
+    boxes: list[Box | None] = [tuple(out_box[a] if op.results[0][a] == x_shape[a] else (0, x_shape[a]) for a in range(len(x_shape)))]
+    for shape in op.operands[1:]:
+        boxes.append(None if shape is None else whole(shape))
+    return SlicePlan([out_box], boxes, dict(op.attrs))
+
+
+def _resize(op: OpShape, out_box: Box) -> SlicePlan:
+    x_shape = op.operands[0]
+    assert x_shape is not None
+    box = (out_box[0], out_box[1], *whole(x_shape[2:]))
+    return SlicePlan([out_box], [box, *(None if s is None else whole(s) for s in op.operands[1:])], dict(op.attrs))

@@ -1,0 +1,118 @@
+"""Cycles of one instruction on a chip (DESIGN.md section 6; docs/device.md).
+
+- DMA: a fixed latency plus bytes / bandwidth per cycle (DDR -> local memory
+  and local -> DDR have their own bandwidths; a DDR -> DDR copy moves its
+  bytes at the lower of the two).
+- Convolution and matmul: output channels go on the lanes and are rounded up
+  to them, input channels to the array's input-channel parallelism, output
+  pixels to its pixel parallelism: cycles = ceil(OC / lanes) * ceil(IC / ic_par)
+  * taps * ceil(pixels / px_par). A depthwise convolution has one input channel
+  per output: a multiply-add per tap on each lane's execution units.
+- Everything else works elementwise on the lanes: ceil(C / lanes) * ceil(N*H*W /
+  elements per EU) cycles per pass over the output (pooling: a pass per tap;
+  transcendental and normalization ops: several passes).
+- Compute instructions add a fixed issue latency.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from tpu_xdsl.device.chip import ChipConfig
+from tpu_xdsl.device.isa import (
+    DTYPE_SIZES,
+    Compute,
+    DmaCopy,
+    DmaFill,
+    DmaLoad,
+    DmaStore,
+    Instruction,
+    LocalTensor,
+)
+
+# Passes over the output per element for ops that are not a single multiply-add.
+_PASSES = {
+    "add": 2, "sub": 2, "mul": 2, "scale": 2, "lut": 1, "cast": 1, "requant": 2, "relu": 1,
+    "softmax": 6, "log_softmax": 6, "layer_norm": 8, "group_norm": 8, "instance_norm": 8,
+    "exp": 4, "log": 4, "tanh": 4, "sigmoid": 4, "silu": 5, "gelu": 6, "hard_swish": 3,
+    "hard_sigmoid": 2, "erf": 6, "sqrt": 3, "rsqrt": 3, "reciprocal": 3, "div": 3, "pow": 4,
+    "mish": 8, "softplus": 6, "reduce": 1, "interp": 2, "upsample": 1, "max_pool": 1, "avg_pool": 1,
+}
+
+
+def mode_of(dtype: str) -> str:
+    if dtype in ("int8", "uint8", "int16", "int32"):
+        return "INT8"
+    return {"float16": "F16", "bfloat16": "BF16", "float32": "F32"}[dtype]
+
+
+def dma_cycles(chip: ChipConfig, instruction: Instruction) -> int:
+    per_cycle_in = chip.ddr_to_lmem_bytes_per_s / chip.clock_hz
+    per_cycle_out = chip.lmem_to_ddr_bytes_per_s / chip.clock_hz
+    match instruction:
+        case DmaLoad():
+            return chip.dma_latency + math.ceil(instruction.dst.nbytes / per_cycle_in)
+        case DmaStore():
+            return chip.dma_latency + math.ceil(instruction.src.nbytes / per_cycle_out)
+        case DmaCopy():
+            return chip.dma_latency + math.ceil(instruction.src.nbytes / min(per_cycle_in, per_cycle_out))
+        case DmaFill():
+            return chip.dma_latency + math.ceil(instruction.dst.nbytes / per_cycle_out)
+    raise TypeError(f"not a DMA instruction: {type(instruction).__name__}")
+
+
+def _eu_elements(chip: ChipConfig, dtype: str) -> int:
+    return max(1, chip.eu_bytes // DTYPE_SIZES[dtype])
+
+
+def _elementwise(chip: ChipConfig, out: LocalTensor, passes: int) -> int:
+    n, c, h, w = out.shape4
+    return passes * math.ceil(c / chip.npu_num) * math.ceil(n * h * w / _eu_elements(chip, out.dtype))
+
+
+def compute_cycles(chip: ChipConfig, instruction: Compute) -> int:
+    out = instruction.outputs[0]
+    data = instruction.inputs[0] or out
+    mode = mode_of(data.dtype)
+    lanes = chip.npu_num
+    attrs = instruction.attrs
+    kind = instruction.kind
+    if kind in ("conv", "deconv", "matmul"):
+        weights = instruction.inputs[1]
+        assert weights is not None
+        if kind == "matmul":
+            out_channels = out.view[-1]
+            in_channels = data.view[-1]
+            pixels = int(np.prod(out.view[:-1]))
+            taps, groups = 1, 1
+        else:
+            groups = int(attrs.get("group", 1))
+            out_channels = out.view[1]
+            in_channels = data.view[1] // groups
+            pixels = int(np.prod(out.view[:1] + out.view[2:]))
+            taps = int(np.prod(attrs["kernel_shape"]))
+        if groups > 1 and in_channels == 1 and out_channels == groups:  # depthwise
+            cycles = math.ceil(out_channels / lanes) * taps * math.ceil(pixels / _eu_elements(chip, data.dtype))
+        else:
+            per_group = math.ceil(out_channels / groups)
+            cycles = groups * (
+                math.ceil(per_group / lanes)
+                * math.ceil(in_channels / chip.ic_parallel.get(mode, 1))
+                * taps
+                * math.ceil(pixels / chip.pixel_parallel.get(mode, 1))
+            )
+        return chip.compute_latency + cycles
+    passes = _PASSES.get(kind, 1)
+    if kind in ("max_pool", "avg_pool"):
+        passes = int(np.prod(attrs["kernel_shape"]))
+    if kind == "reduce":
+        return chip.compute_latency + _elementwise(chip, data, 1)
+    return chip.compute_latency + _elementwise(chip, out, passes)
+
+
+def cycles(chip: ChipConfig, instruction: Instruction) -> int:
+    if isinstance(instruction, Compute):
+        return compute_cycles(chip, instruction)
+    return dma_cycles(chip, instruction)

@@ -1,0 +1,80 @@
+"""The kernels of TPU ops, shared by the TPU interpreter and the device model (no xDSL).
+
+Float ops compute f16/bf16 tensors in f32 and `run_tpu_kernel` rounds the
+results to the storage type, as the chip stores them; an op runs its INT8
+kernel (`kernels.int8`) when its first input or its result is int8/uint8;
+data-movement kernels work on every type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from tpu_xdsl.interp.kernels import Kernel, ResultSpec, load_all
+from tpu_xdsl.interp.kernels.int8 import INT8_KERNELS
+
+_LOW_FLOATS = ("float16", "bfloat16")
+
+
+def in_f32(kernel: Kernel) -> Kernel:
+    """A kernel that computes f16/bf16 tensors in f32; `_run_kernel` rounds the result
+    to the IR's storage type, as the chip stores it."""
+
+    def run(inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultSpec]) -> list[np.ndarray]:
+        def widen(x: Any) -> Any:
+            if isinstance(x, list):
+                return [widen(v) for v in x]
+            if isinstance(x, np.ndarray) and str(x.dtype) in _LOW_FLOATS:
+                return x.astype(np.float32)
+            return x
+
+        wide = [
+            ResultSpec(r.shape, np.dtype(np.float32)) if str(r.dtype) in _LOW_FLOATS else r
+            for r in results
+        ]
+        return kernel(widen(list(inputs)), attrs, wide)
+
+    return run
+
+
+def _cast(inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultSpec]) -> list[np.ndarray]:
+    """Float <-> float conversion rounds to nearest even (numpy/ml_dtypes casts)."""
+    return [np.asarray(inputs[0]).astype(np.float32).astype(results[0].dtype)]
+
+
+def _is_quantized(x: Any) -> bool:
+    if isinstance(x, list):
+        return bool(x) and _is_quantized(x[0])
+    return isinstance(x, np.ndarray) and x.dtype in _QUANTIZED
+
+
+_QUANTIZED = (np.dtype(np.int8), np.dtype(np.uint8))
+
+
+def by_type(float_kernel: Kernel | None, int8_kernel: Kernel) -> Kernel:
+    """The INT8 kernel for ops on int8/uint8 tensors, the float one otherwise."""
+
+    def run(inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultSpec]) -> list[np.ndarray]:
+        if float_kernel is None or (inputs and _is_quantized(inputs[0])) or results[0].dtype in _QUANTIZED:
+            return int8_kernel(inputs, attrs, results)
+        return float_kernel(inputs, attrs, results)
+
+    return run
+
+
+TPU_KERNELS: dict[str, Kernel] = {kind: in_f32(k) for kind, k in load_all().items()}
+TPU_KERNELS["cast"] = _cast
+for _kind, _int8 in INT8_KERNELS.items():
+    TPU_KERNELS[_kind] = by_type(TPU_KERNELS.get(_kind), _int8)
+
+
+def run_tpu_kernel(kind: str, inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultSpec]) -> list[Any]:
+    """Run the TPU kernel of `kind` and store its results in the result types."""
+    outputs = TPU_KERNELS[kind](inputs, attrs, results)
+    return [
+        None if out is None else np.asarray(out).astype(spec.dtype, copy=False)
+        for out, spec in zip(outputs, results, strict=True)
+    ]

@@ -1,0 +1,330 @@
+"""tpu-assign-memory: a DDR address for every tensor of a TPU module, recorded in the IR.
+
+The layout follows DESIGN.md section 5 (memory assignment) and TPU-MLIR's
+address assignment: the coefficient region comes first, from address 0, every
+`top.weight` of @main in program order, each 64-byte aligned (a weight entry
+several ops name with the same type is placed once). The activation region
+follows, aligned to 4096: the results of `top.input` and of every `tpu.*` op
+at the top level of @main (a `tpu.group` result too; what lives inside a group
+is local memory, not DDR).
+
+Activations reuse memory by liveness in program order: a tensor lives from the
+op that defines it (model inputs from the start) to its last user (outputs to
+the end). Two placements are tried, first-fit in definition order and
+largest-first (each tensor at the lowest 64-byte-aligned offset free for its
+whole life); the one with the smaller peak is kept. No placement can beat the
+largest total size of tensors live at one time, reported as the lower bound.
+
+Every op with tensor results gets `ddr = [address, ...]`, and the module
+`module.state = "TPU_ADDRESSED"`, `module.coeff_bytes`,
+`module.activation_bytes`, `module.activation_lower_bound`,
+`module.ddr_bytes` and `module.memory_strategy`. Sizes come from the types
+only (the weight data is never read). Running the pass on an addressed module
+assigns the same addresses again.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    i64,
+)
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+
+from tpu_xdsl.device.chip import chip_config
+from tpu_xdsl.errors import TpuXdslError
+from tpu_xdsl.interp.dtypes import numpy_dtype
+from tpu_xdsl.interp.runner import main_func, tensor_names
+
+TENSOR_ALIGN = 64
+REGION_ALIGN = 4096
+ADDRESSED_STATE = "TPU_ADDRESSED"
+_ACCEPTED_STATES = ("TPU_LOWERED", "TPU_GROUPED", ADDRESSED_STATE)
+FIRST_FIT = "first-fit"
+LARGEST_FIRST = "largest-first"
+
+
+class MemoryAssignmentError(TpuXdslError):
+    """The module cannot be given DDR addresses (wrong stage, or it does not fit the chip)."""
+
+
+@dataclass(frozen=True)
+class Lifetime:
+    """A tensor to place: its reserved size (a multiple of 64) and the op indices it lives over."""
+
+    name: str
+    size: int
+    first: int
+    last: int
+
+    def overlaps(self, other: Lifetime) -> bool:
+        return self.first <= other.last and other.first <= self.last
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where one tensor sits in DDR: absolute address, reserved bytes, op indices of its life."""
+
+    name: str
+    address: int
+    size: int
+    first: int
+    last: int
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    """The DDR layout of a module: coefficient region at 0, activation region after it."""
+
+    chip: str
+    coeff_bytes: int
+    activation_base: int
+    activation_bytes: int
+    activation_lower_bound: int
+    ddr_bytes: int
+    strategy: str
+    peaks: dict[str, int]  # activation peak of each strategy tried
+    coefficients: list[Placement]
+    activations: list[Placement]
+
+    def summary(self) -> str:
+        ratio = self.activation_bytes / self.activation_lower_bound if self.activation_lower_bound else 1.0
+        return (
+            f"activations: {format_bytes(self.activation_bytes)} at peak, lower bound "
+            f"{format_bytes(self.activation_lower_bound)} ({ratio:.2f}x), {self.strategy}; "
+            f"coefficients {format_bytes(self.coeff_bytes)}"
+        )
+
+
+def align_up(n: int, alignment: int) -> int:
+    return -(-n // alignment) * alignment
+
+
+def format_bytes(n: int) -> str:
+    """Bytes in binary units, about three digits: 1.15 MiB, 12.0 GiB, 784 KiB, 640 B."""
+    for unit, scale in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if n >= scale:
+            value = n / scale
+            return f"{value:.{2 if value < 10 else 1 if value < 100 else 0}f} {unit}"
+    return f"{n} B"
+
+
+# -- placement of activations (no IR) -------------------------------------------------------------
+
+
+def first_fit(tensors: Sequence[Lifetime], order: Sequence[int]) -> list[int]:
+    """Offsets for `tensors`, placed in `order`, each at the lowest offset that no tensor placed
+    before it and live at the same time occupies. Sizes are multiples of 64, so every gap is
+    aligned."""
+    offsets = [0] * len(tensors)
+    placed: list[int] = []
+    for i in order:
+        t = tensors[i]
+        busy = sorted((offsets[j], tensors[j].size) for j in placed if tensors[j].overlaps(t))
+        offset = 0
+        for start, size in busy:
+            if start >= offset + t.size:
+                break
+            offset = max(offset, start + size)
+        offsets[i] = offset
+        placed.append(i)
+    return offsets
+
+
+def peak(tensors: Sequence[Lifetime], offsets: Sequence[int]) -> int:
+    return max((o + t.size for t, o in zip(tensors, offsets)), default=0)
+
+
+def live_lower_bound(tensors: Sequence[Lifetime]) -> int:
+    """The largest total size of tensors live at one op: no placement can use less."""
+    events: dict[int, int] = {}
+    for t in tensors:
+        events[t.first] = events.get(t.first, 0) + t.size
+        events[t.last + 1] = events.get(t.last + 1, 0) - t.size
+    live = best = 0
+    for index in sorted(events):
+        live += events[index]
+        best = max(best, live)
+    return best
+
+
+def place_activations(tensors: Sequence[Lifetime]) -> tuple[list[int], str, dict[str, int]]:
+    """Offsets of the better of first-fit and largest-first (first-fit on a tie), its name,
+    and the peak of each."""
+    in_definition_order = sorted(range(len(tensors)), key=lambda i: (tensors[i].first, i))
+    largest_first = sorted(in_definition_order, key=lambda i: -tensors[i].size)  # stable: ties by definition
+    candidates = {
+        FIRST_FIT: first_fit(tensors, in_definition_order),
+        LARGEST_FIRST: first_fit(tensors, largest_first),
+    }
+    peaks = {name: peak(tensors, offsets) for name, offsets in candidates.items()}
+    best = min(candidates, key=lambda name: peaks[name])
+    return candidates[best], best, peaks
+
+
+# -- the module's tensors -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Tensor:
+    value: SSAValue
+    life: Lifetime
+
+
+def _tensor_bytes(value: SSAValue, op: Operation) -> int:
+    t = value.type
+    if not isinstance(t, TensorType):
+        raise MemoryAssignmentError(
+            f"'{op.name}' {_label(op)} has a result of type {t}, not a tensor: it can have no DDR address"
+        )
+    return numpy_dtype(t.element_type).itemsize * math.prod(t.get_shape())
+
+
+def _label(op: Operation) -> str:
+    names = tensor_names(op)
+    return f"'{names[0]}'" if names else "(unnamed)"
+
+
+def _top_level(op: Operation, block_ops: dict[Operation, int]) -> int:
+    """The index in @main of the top-level op holding `op` (a user inside a tpu.group)."""
+    while op not in block_ops:
+        parent = op.parent_op()
+        assert parent is not None, "a use outside @main"
+        op = parent
+    return block_ops[op]
+
+
+def _collect(module: ModuleOp) -> tuple[list[_Tensor], list[_Tensor]]:
+    """The weights and the activations of @main, in program order, with their lives."""
+    ops = list(main_func(module).body.block.ops)
+    index = {op: i for i, op in enumerate(ops)}
+    weights: list[_Tensor] = []
+    activations: list[_Tensor] = []
+    for i, op in enumerate(ops):
+        if op.name in ("top.none", "func.return"):
+            continue
+        if op.name not in ("top.input", "top.weight") and not op.name.startswith("tpu."):
+            raise MemoryAssignmentError(
+                f"'{op.name}' {_label(op)} is not a TPU op: tpu-assign-memory takes the module "
+                "lower-top-to-tpu writes"
+            )
+        names = tensor_names(op)
+        for r, value in enumerate(op.results):
+            # func.return is the last op: the model's outputs live to the end.
+            last = max((_top_level(use.operation, index) for use in value.uses), default=i)
+            name = names[r] if r < len(names) else f"{op.name}#{i}.{r}"
+            first = 0 if op.name == "top.input" else i
+            life = Lifetime(name, align_up(_tensor_bytes(value, op), TENSOR_ALIGN), first, last)
+            (weights if op.name == "top.weight" else activations).append(_Tensor(value, life))
+    return weights, activations
+
+
+def _check_stage(module: ModuleOp) -> str:
+    state = module.attributes.get("module.state")
+    if not isinstance(state, StringAttr) or state.data not in _ACCEPTED_STATES:
+        shown = state.data if isinstance(state, StringAttr) else "not set"
+        raise MemoryAssignmentError(
+            f"module.state is {shown}: tpu-assign-memory takes a TPU module (TPU_LOWERED); "
+            "lower it with tpu-xdsl deploy or the lower-top-to-tpu pass first"
+        )
+    chip = module.attributes.get("module.chip")
+    if not isinstance(chip, StringAttr):
+        raise MemoryAssignmentError(
+            "the module names no chip (module.chip): lower it with tpu-xdsl deploy --chip"
+        )
+    return chip.data
+
+
+def _plan(module: ModuleOp) -> tuple[MemoryPlan, dict[SSAValue, int]]:
+    chip = chip_config(_check_stage(module))
+    weights, activations = _collect(module)
+
+    address_of: dict[SSAValue, int] = {}
+    coefficients: list[Placement] = []
+    by_entry: dict[tuple[str, object], int] = {}
+    coeff_end = 0
+    for w in weights:
+        key = (w.life.name, w.value.type)
+        if key not in by_entry:
+            by_entry[key] = coeff_end
+            life = w.life
+            coefficients.append(Placement(life.name, coeff_end, life.size, life.first, life.last))
+            coeff_end += w.life.size
+        address_of[w.value] = by_entry[key]
+
+    lives = [a.life for a in activations]
+    offsets, strategy, peaks = place_activations(lives)
+    base = align_up(coeff_end, REGION_ALIGN)
+    placements = []
+    for a, offset in zip(activations, offsets):
+        address_of[a.value] = base + offset
+        placements.append(Placement(a.life.name, base + offset, a.life.size, a.life.first, a.life.last))
+    activation_bytes = peaks[strategy]
+    plan = MemoryPlan(
+        chip=chip.name,
+        coeff_bytes=coeff_end,
+        activation_base=base,
+        activation_bytes=activation_bytes,
+        activation_lower_bound=live_lower_bound(lives),
+        ddr_bytes=base + activation_bytes,
+        strategy=strategy,
+        peaks=peaks,
+        coefficients=coefficients,
+        activations=placements,
+    )
+    if plan.ddr_bytes > chip.ddr_bytes:
+        mode = module.attributes.get("module.mode")
+        narrower = "" if isinstance(mode, StringAttr) and mode.data == "INT8" else "quantize to INT8 or "
+        raise MemoryAssignmentError(
+            f"the model needs {format_bytes(plan.ddr_bytes)} of DDR "
+            f"(weights {format_bytes(plan.coeff_bytes)}, activations {format_bytes(plan.activation_bytes)}); "
+            f"{chip.name} has {format_bytes(chip.ddr_bytes)}: {narrower}deploy to a chip with more DDR"
+        )
+    return plan, address_of
+
+
+def plan_memory(module: ModuleOp) -> MemoryPlan:
+    """The DDR layout of a TPU module, computed from its types; the IR is left as it is."""
+    return _plan(module)[0]
+
+
+def assign_memory(module: ModuleOp) -> MemoryPlan:
+    """Lay out the module's DDR and record it: `ddr` on every op with tensor results, the
+    figures as module attributes, state TPU_ADDRESSED."""
+    plan, address_of = _plan(module)
+    for op in main_func(module).body.block.ops:
+        addresses = [address_of[r] for r in op.results if r in address_of]
+        if addresses:
+            op.attributes["ddr"] = ArrayAttr([IntegerAttr(a, i64) for a in addresses])
+    module.attributes["module.state"] = StringAttr(ADDRESSED_STATE)
+    for key, value in (
+        ("module.coeff_bytes", plan.coeff_bytes),
+        ("module.activation_bytes", plan.activation_bytes),
+        ("module.activation_lower_bound", plan.activation_lower_bound),
+        ("module.ddr_bytes", plan.ddr_bytes),
+    ):
+        module.attributes[key] = IntegerAttr(value, i64)
+    module.attributes["module.memory_strategy"] = StringAttr(plan.strategy)
+    return plan
+
+
+@dataclass(frozen=True)
+class TpuAssignMemory(ModulePass):
+    """Give every tensor of a TPU module a DDR address (weights first, activations by liveness)."""
+
+    name = "tpu-assign-memory"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        plan = assign_memory(op)
+        print(plan.summary(), file=sys.stderr)
