@@ -60,17 +60,29 @@ from tpu_xdsl.quant import ChannelQParams
 from tpu_xdsl.weights import weight_name, weights_of
 
 _IR_ONLY_ATTRS = ("names", "ddr", "ginfo")
-_REORDER = {"reshape", "flatten", "squeeze", "unsqueeze", "permute", "slice", "expand", "depth2space"}
+_REORDER = {
+    "reshape", "flatten", "squeeze", "unsqueeze", "permute", "slice", "expand", "depth2space", "upsample",
+}
+
+
+def _reorders(kind: str, attrs: dict[str, Any]) -> bool:
+    """Whether the op only moves elements (its kernel on an index array says where from);
+    a resize only in nearest mode (the others compute new values)."""
+    return kind in _REORDER or kind == "interp" and attrs.get("mode") == "nearest"
 
 
 class CodegenError(TpuXdslError):
     """An op cannot be compiled for the chip (too large for local memory, unsupported)."""
 
 
-def shape4(shape: Sequence[int]) -> tuple[int, int, int, int]:
+def shape4(shape: Sequence[int], constant: bool = False) -> tuple[int, int, int, int]:
     """The [N, C, H, W] lane layout of a tensor of any rank: rank 4 as it is; otherwise the
-    first dim is N, the second C (on the lanes) and the rest one row."""
+    first dim is N, the second C (on the lanes) and the rest one row. A constant (a filter
+    [OC, IC, kh, kw], a matrix, a table) puts its first dim on the lanes and the rest in
+    one row, as the chip keeps weights: each output channel's weights in its lane."""
     dims = [int(d) for d in shape]
+    if constant:
+        return (1, dims[0], 1, int(np.prod(dims[1:]))) if dims else (1, 1, 1, 1)
     if len(dims) == 4:
         return dims[0], dims[1], dims[2], dims[3]
     if len(dims) == 0:
@@ -213,7 +225,7 @@ class Codegen:
         kind = op.name.split(".", 1)[1]
         layer = (tensor_names(op) or [kind])[0]
         attrs = _kernel_attrs(op)
-        if kind in _REORDER and self._reorder(op, attrs, layer):
+        if _reorders(kind, attrs) and self._reorder(op, attrs, layer):
             return
         if kind in ("split", "concat", "pad", "tile") and self._moves(op, kind, attrs, layer):
             return
@@ -231,13 +243,14 @@ class Codegen:
         index = np.arange(int(np.prod(source.shape)), dtype=np.int64).reshape(source.shape)
         kind = op.name.split(".", 1)[1]
         (mapped,) = load_all()[kind]([index], attrs, [ResultSpec(target.shape, np.dtype(np.int64))])
-        strides = _affine_strides(np.asarray(mapped))
-        if strides is None:
+        found = _strided_view(np.asarray(mapped))
+        if found is None:
             return False
-        offset, steps = strides
+        offset, shape, steps = found
         size = numpy_dtype_size(source.dtype)
-        src = DdrView(source.addr + offset * size, source.dtype, target.shape, steps)
-        self.written_by[op.results[0]] = self._copy(src, target.view(), layer)
+        src = DdrView(source.addr + offset * size, source.dtype, shape, steps)
+        dst = DdrView.contiguous(target.addr, target.dtype, shape)
+        self.written_by[op.results[0]] = self._copy(src, dst, layer)
         return True
 
     def _moves(self, op: Operation, kind: str, attrs: dict[str, Any], layer: str) -> bool:
@@ -268,15 +281,7 @@ class Codegen:
                 start += part.shape[axis]
             return True
         if kind == "pad":
-            if attrs.get("mode", "constant") != "constant" or min(attrs["pads"], default=0) < 0:
-                return False
-            source, target = self.places[op.operands[0]], self.places[op.results[0]]
-            rank = len(source.shape)
-            begins = list(attrs["pads"])[:rank]
-            self._copy_fill(target, float(attrs.get("value", 0.0)), layer)
-            interior = target.view().box(tuple(begins), source.shape)
-            self.written_by[op.results[0]] = self._copy(source.view(), interior, layer)
-            return True
+            return self._pad(op, attrs, layer)
         if kind == "tile":
             source, target = self.places[op.operands[0]], self.places[op.results[0]]
             repeats = [int(r) for r in attrs["repeats"]]
@@ -291,6 +296,48 @@ class Codegen:
             self.written_by[op.results[0]] = self._copy(src, dst, layer)
             return True
         return False
+
+    def _pad(self, op: Operation, attrs: dict[str, Any], layer: str) -> bool:
+        """The input copied into the middle of the output; around it the constant (a fill
+        first), or for reflect and edge modes copies of the output's own rows read
+        backwards (stride -1) or repeated (stride 0), one axis after the other."""
+        mode = attrs.get("mode", "constant")
+        pads = [int(p) for p in attrs["pads"]]
+        source, target = self.places[op.operands[0]], self.places[op.results[0]]
+        rank = len(source.shape)
+        begins, ends = pads[:rank], pads[rank:]
+        if min(pads, default=0) < 0 or mode not in ("constant", "reflect", "edge"):
+            return False
+        if mode == "reflect" and any(max(b, e) >= d for b, e, d in zip(begins, ends, source.shape)):
+            return False  # reflections of reflections
+        if mode == "constant":
+            self._copy_fill(target, float(attrs.get("value", 0.0)), layer)
+        last = self._copy(source.view(), target.view().box(tuple(begins), source.shape), layer)
+        if mode != "constant":
+            view = target.view()
+
+            def written(axis: int, start: int, size: int, step: int) -> DdrView:
+                """Along `axis` rows start, start + step, ...; axes before it whole (their
+                borders are done), axes after it the input's part."""
+                starts = [0 if a < axis else begins[a] for a in range(rank)]
+                sizes = [target.shape[a] if a < axis else source.shape[a] for a in range(rank)]
+                starts[axis], sizes[axis] = start, size
+                box = view.box(tuple(starts), tuple(sizes))
+                strides = list(box.strides)
+                strides[axis] *= step
+                return DdrView(box.addr, box.dtype, box.shape, tuple(strides))
+
+            reflect = mode == "reflect"
+            for axis, (begin, end) in enumerate(zip(begins, ends)):
+                inner = begin + source.shape[axis]  # one past the input's last row
+                if begin:
+                    src = written(axis, 2 * begin if reflect else begin, begin, -1 if reflect else 0)
+                    last = self._copy(src, written(axis, 0, begin, 1), layer)
+                if end:
+                    src = written(axis, inner - 2 if reflect else inner - 1, end, -1 if reflect else 0)
+                    last = self._copy(src, written(axis, inner, end, 1), layer)
+        self.written_by[op.results[0]] = last
+        return True
 
     def _copy_fill(self, target: _Tensor, value: float, layer: str) -> int:
         return self.program.emit(DmaFill, target.view(), value, layer=layer)
@@ -317,21 +364,34 @@ class Codegen:
 
     def _slices(self, op: Operation, shape: OpShape, dtypes, result_dtypes, layer: str) -> tuple[list[slicing.SlicePlan], int]:
         """Few slices whose working set fits local memory, and the buffers per streamed
-        tensor: the output is cut in halves along N, then H, then C, as far as each goes,
+        tensor: the output is cut in halves along N, then H, then C (the first of them
+        whose cut makes the slices smaller: halving 20 channels saves nothing on 32 lanes),
         with two buffers (loads overlap computes); one when even the smallest slices
         need all of local memory."""
         out = shape.results[0]
         axes = slicing.splittable_axes(shape)
         for buffers in (2, 1):
             counts = [1] * len(out)
+            plans = self._plans(shape, counts)
             while True:
-                plans = self._plans(shape, counts)
-                if self._fits(shape, plans, dtypes, result_dtypes, buffers if len(plans) > 1 else 1):
+                if self._footprint(shape, plans, dtypes, result_dtypes, buffers if len(plans) > 1 else 1) <= self.chip.lmem_bytes:
                     return plans, buffers if len(plans) > 1 else 1
-                axis = next((a for a in axes if counts[a] < out[a]), None)
-                if axis is None or len(plans) > 1 << 16:
+                open_axes = [a for a in axes if counts[a] < out[a]]
+                if not open_axes or len(plans) > 1 << 16:
                     break
-                counts[axis] = min(out[axis], counts[axis] * 2)
+                need = self._footprint(shape, plans, dtypes, result_dtypes, buffers)
+                choice = None
+                for axis in open_axes:
+                    trial = list(counts)
+                    trial[axis] = min(out[axis], counts[axis] * 2)
+                    trial_plans = self._plans(shape, trial)
+                    if choice is None:  # the first axis still open, when no cut helps at once
+                        choice = trial, trial_plans
+                    if self._footprint(shape, trial_plans, dtypes, result_dtypes, buffers) < need:
+                        choice = trial, trial_plans
+                        break
+                assert choice is not None
+                counts, plans = choice
         raise CodegenError(
             f"'{op.name}' ({layer}) does not fit local memory ({self.chip.npu_num} lanes of "
             f"{self.chip.lmem_bytes} bytes) even in the smallest slices it can be cut into"
@@ -344,18 +404,21 @@ class Codegen:
         boxes = [tuple(combo) for combo in _product(pieces)]
         return [slicing.plan(shape, box) for box in boxes]
 
-    def _lane_bytes(self, dtype: str, box: Box) -> int:
-        tensor = LocalTensor(0, dtype, shape4(slicing.sizes(box)), slicing.sizes(box))
+    def _lane_bytes(self, dtype: str, box: Box, constant: bool = False) -> int:
+        tensor = LocalTensor(0, dtype, shape4(slicing.sizes(box), constant), slicing.sizes(box))
         return tensor.lane_bytes(self.chip.npu_num, self.chip.eu_bytes)
 
-    def _fits(self, shape: OpShape, plans: list[slicing.SlicePlan], dtypes, result_dtypes, buffers: int) -> bool:
+    def _footprint(self, shape: OpShape, plans: list[slicing.SlicePlan], dtypes, result_dtypes, buffers: int) -> int:
+        """Bytes per lane the slices need: resident constants once, the rest `buffers` times."""
         streamed = 0
         resident = 0
         for i, operand in enumerate(shape.operands):
             if operand is None:
                 continue
             dtype = dtypes[i]
-            biggest = max(self._lane_bytes(dtype, p.operands[i]) for p in plans if p.operands[i] is not None)
+            biggest = max(
+                self._lane_bytes(dtype, p.operands[i], shape.constants[i]) for p in plans if p.operands[i] is not None
+            )
             same = all(p.operands[i] == plans[0].operands[i] for p in plans)
             if shape.constants[i] and same:
                 resident += biggest
@@ -363,7 +426,7 @@ class Codegen:
                 streamed += biggest
         for j in range(len(shape.results)):
             streamed += max(self._lane_bytes(result_dtypes[j], p.outputs[j]) for p in plans)
-        return resident + buffers * streamed <= self.chip.lmem_bytes
+        return resident + buffers * streamed
 
     def _emit_slices(self, op, kind, operands, slices, resident, layer, dtypes, result_dtypes, buffers) -> None:
         chip = self.chip
@@ -375,19 +438,20 @@ class Codegen:
         for i in resident:
             box = slices[0].operands[i]
             assert box is not None
-            local = alloc.tensor(dtypes[i], box)
+            local = alloc.tensor(dtypes[i], box, constant=True)
             resident_local[i] = local
             src = self.places[operands[i]].view().box(*_starts_sizes(box))
             resident_loads.append(program.emit(DmaLoad, src, local, layer=layer))
         streamed = [i for i, v in enumerate(operands) if v is not None and i not in resident]
-        sizes_in = {i: max(alloc.lane_bytes(dtypes[i], s.operands[i]) for s in slices) for i in streamed}
+        constant = [v is not None and isinstance(v.owner, Operation) and v.owner.name == "top.weight" for v in operands]
+        sizes_in = {i: max(alloc.lane_bytes(dtypes[i], s.operands[i], constant[i]) for s in slices) for i in streamed}
         sizes_out = [max(alloc.lane_bytes(result_dtypes[j], s.outputs[j]) for s in slices) for j in range(len(op.results))]
         bases_in = [{i: alloc.reserve(sizes_in[i]) for i in streamed} for _ in range(buffers)]
         bases_out = [[alloc.reserve(size) for size in sizes_out] for _ in range(buffers)]
 
-        def local_at(base: int, dtype: str, box: Box) -> LocalTensor:
+        def local_at(base: int, dtype: str, box: Box, is_constant: bool = False) -> LocalTensor:
             dims = slicing.sizes(box)
-            return LocalTensor(base, dtype, shape4(dims), dims)
+            return LocalTensor(base, dtype, shape4(dims, is_constant), dims)
 
         loads: dict[int, list[int]] = {}
         computes: dict[int, int] = {}
@@ -403,7 +467,8 @@ class Codegen:
                 box = plan.operands[i]
                 assert box is not None
                 src = self.places[operands[i]].view().box(*_starts_sizes(box))
-                ids.append(program.emit(DmaLoad, src, local_at(bases_in[b][i], dtypes[i], box), deps=deps, layer=layer))
+                local = local_at(bases_in[b][i], dtypes[i], box, constant[i])
+                ids.append(program.emit(DmaLoad, src, local, deps=deps, layer=layer))
             loads[k] = ids
 
         macs = _macs(kind, op)
@@ -426,7 +491,7 @@ class Codegen:
                 else:
                     box = plan.operands[i]
                     assert box is not None
-                    inputs.append(local_at(bases_in[b][i], dtypes[i], box))
+                    inputs.append(local_at(bases_in[b][i], dtypes[i], box, constant[i]))
             outputs = tuple(local_at(bases_out[b][j], result_dtypes[j], plan.outputs[j]) for j in range(len(op.results)))
             deps = [*loads[k], *resident_loads, *stores.get(k - buffers, [])]
             share = int(np.prod(slicing.sizes(plan.outputs[0]))) / total_out
@@ -464,6 +529,43 @@ def _product(pieces: list[list[tuple[int, int]]]):
 def _is_none(value: SSAValue) -> bool:
     owner = value.owner
     return isinstance(owner, Operation) and owner.name == "top.none"
+
+
+def _strided_view(index: np.ndarray) -> tuple[int, tuple[int, ...], tuple[int, ...]] | None:
+    """(offset, shape, strides) of one strided view that reads `index` (an array of element
+    indices) in row-major order, or None. The shape refines index.shape: an axis that is not
+    one stride (depth2space's rows and block offsets, a row repeated by nearest upsampling)
+    is split into factors that each are."""
+    found = _affine_strides(index)
+    if found is not None:
+        return found[0], tuple(index.shape), found[1]
+    shape: list[int] = []
+    for axis, size in enumerate(index.shape):
+        line = index[tuple(slice(None) if a == axis else 0 for a in range(index.ndim))]
+        factors = _axis_factors(line - line[0])
+        if factors is None:
+            return None
+        shape += factors
+    refined = index.reshape(shape)
+    found = _affine_strides(refined)
+    return None if found is None else (found[0], tuple(shape), found[1])
+
+
+def _axis_factors(line: np.ndarray) -> list[int] | None:
+    """Sizes (outer to inner, product len(line)) that split `line` (starting at 0) into
+    axes along each of which it steps evenly, or None."""
+    size = len(line)
+    if size <= 1 or np.array_equal(line, np.arange(size) * line[1]):
+        return [size]
+    for inner in range(2, size):
+        if size % inner:
+            continue
+        grid = line.reshape(size // inner, inner)
+        if np.array_equal(grid, grid[:, :1] + grid[:1, :]):
+            outer, rest = _axis_factors(grid[:, 0]), _axis_factors(grid[0, :])
+            if outer is not None and rest is not None:
+                return outer + rest
+    return None
 
 
 def _affine_strides(index: np.ndarray) -> tuple[int, tuple[int, ...]] | None:
@@ -509,11 +611,11 @@ class _LocalAllocator:
         self.chip = chip
         self.next = 0
 
-    def lane_bytes(self, dtype: str, box: Box | None) -> int:
+    def lane_bytes(self, dtype: str, box: Box | None, constant: bool = False) -> int:
         if box is None:
             return 0
         dims = slicing.sizes(box)
-        return LocalTensor(0, dtype, shape4(dims), dims).lane_bytes(self.chip.npu_num, self.chip.eu_bytes)
+        return LocalTensor(0, dtype, shape4(dims, constant), dims).lane_bytes(self.chip.npu_num, self.chip.eu_bytes)
 
     def reserve(self, size: int) -> int:
         addr = self.next
@@ -522,9 +624,10 @@ class _LocalAllocator:
             raise CodegenError(f"local memory overflow: {self.next} bytes of {self.chip.lmem_bytes} per lane")
         return addr
 
-    def tensor(self, dtype: str, box: Box) -> LocalTensor:
+    def tensor(self, dtype: str, box: Box, constant: bool = False) -> LocalTensor:
         dims = slicing.sizes(box)
-        return LocalTensor(self.reserve(self.lane_bytes(dtype, box)), dtype, shape4(dims), dims)
+        size = self.lane_bytes(dtype, box, constant)
+        return LocalTensor(self.reserve(size), dtype, shape4(dims, constant), dims)
 
 
 def codegen(module: ModuleOp, chip_name: str | None = None) -> TpuModel:

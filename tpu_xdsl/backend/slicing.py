@@ -18,6 +18,7 @@ A box is a tuple of (start, size) per dim. Families:
 - matmul: batch dims, rows and columns;
 - rows (softmax, layer_norm, reduce, ...): every axis the op does not reduce;
 - resize (interp, upsample): N and channels;
+- concat (with requantization): every axis but the concat axis;
 - whole: ops that cannot be cut.
 """
 
@@ -110,9 +111,14 @@ def splittable_axes(op: OpShape) -> list[int]:
     if kind == "layer_norm":
         axis = int(op.attrs.get("axis", -1)) % rank
         return [a for a in _nhc(rank) if a < axis]
-    if kind == "reduce" and op.attrs.get("keepdims", True):
+    if kind == "reduce":
+        if len(out) != len(op.operands[0] or ()):  # without keepdims: every output axis is kept
+            return _nhc(rank)
         reduced = _reduced_axes(op)
         return [a for a in _nhc(rank) if a not in reduced]
+    if kind == "concat":
+        axis = int(op.attrs.get("axis", 0)) % rank
+        return [a for a in _nhc(rank) if a != axis]
     return []
 
 
@@ -143,6 +149,8 @@ def plan(op: OpShape, out_box: Box) -> SlicePlan:
         return _rows(op, out_box)
     if kind in RESIZE:
         return _resize(op, out_box)
+    if kind == "concat":
+        return _concat(op, out_box)
     if out_box != whole(op.results[0]):
         raise ValueError(f"{kind} cannot be sliced")
     return SlicePlan([whole(r) for r in op.results], [None if s is None else whole(s) for s in op.operands], dict(op.attrs))
@@ -298,9 +306,32 @@ def _matmul(op: OpShape, out_box: Box) -> SlicePlan:
 def _rows(op: OpShape, out_box: Box) -> SlicePlan:
     x_shape = op.operands[0]
     assert x_shape is not None
-    boxes: list[Box | None] = [tuple(out_box[a] if op.results[0][a] == x_shape[a] else (0, x_shape[a]) for a in range(len(x_shape)))]
+    out = op.results[0]
+    # Output axis j is input axis kept[j]: the same axis, or for a reduce without keepdims
+    # the j-th axis it does not reduce.
+    kept = list(range(len(x_shape))) if len(out) == len(x_shape) else [
+        a for a in range(len(x_shape)) if a not in _reduced_axes(op)
+    ]
+    in_box = list(whole(x_shape))
+    for j, a in enumerate(kept):
+        if out[j] == x_shape[a]:
+            in_box[a] = out_box[j]
+    boxes: list[Box | None] = [tuple(in_box)]
     for shape in op.operands[1:]:
         boxes.append(None if shape is None else whole(shape))
+    # An INT8 reduce requantizes with one multiplier per output channel (axis 1) when it has them.
+    channels = out[1] if len(out) > 1 else 1
+    return SlicePlan([out_box], boxes, _channel_attrs(op.attrs, op.kind, channels, _channel_range(out_box)))
+
+
+def _concat(op: OpShape, out_box: Box) -> SlicePlan:
+    """Each input's part of the output box: the same box, whole along the concat axis (the
+    output box never cuts that axis)."""
+    axis = int(op.attrs.get("axis", 0)) % len(out_box)
+    boxes: list[Box | None] = []
+    for shape in op.operands:
+        assert shape is not None
+        boxes.append(tuple((0, shape[a]) if a == axis else out_box[a] for a in range(len(out_box))))
     return SlicePlan([out_box], boxes, dict(op.attrs))
 
 
