@@ -22,8 +22,10 @@ from tpu_xdsl.interp.dtypes import numpy_dtype
 from tpu_xdsl.interp.runner import main_func, tensor_names
 from tpu_xdsl.ir_io import parse_module
 from tpu_xdsl.transforms.tpu_assign_memory import (
+    AREA_FIRST,
     FIRST_FIT,
     LARGEST_FIRST,
+    LONGEST_FIRST,
     Lifetime,
     MemoryAssignmentError,
     assign_memory,
@@ -84,7 +86,7 @@ def test_first_fit_wins_where_big_tensors_do_not_meet():
     # B's old place and D the room above C: the live sets {A, B} and {C, D} are 192 B each.
     lives = [Lifetime("B", 128, 0, 1), Lifetime("A", 64, 0, 2), Lifetime("C", 64, 2, 3), Lifetime("D", 128, 3, 3)]
     offsets, strategy, peaks = place_activations(lives)
-    assert peaks == {FIRST_FIT: 192, LARGEST_FIRST: 256}
+    assert (peaks[FIRST_FIT], peaks[LARGEST_FIRST]) == (192, 256) and min(peaks.values()) == 192
     assert strategy == FIRST_FIT
     assert offsets == [0, 128, 0, 64]
     assert live_lower_bound(lives) == 192
@@ -95,7 +97,7 @@ def test_largest_first_wins_where_a_small_tensor_splits_the_space():
     # dies and goes above B. Largest-first puts B and C side by side and A over C's place.
     lives = [Lifetime("A", 64, 0, 1), Lifetime("B", 128, 1, 2), Lifetime("C", 128, 2, 3)]
     offsets, strategy, peaks = place_activations(lives)
-    assert peaks == {FIRST_FIT: 320, LARGEST_FIRST: 256}
+    assert (peaks[FIRST_FIT], peaks[LARGEST_FIRST]) == (320, 256) and min(peaks.values()) == 256
     assert strategy == LARGEST_FIRST
     assert offsets == [128, 0, 128]
     assert live_lower_bound(lives) == 256
@@ -104,7 +106,7 @@ def test_largest_first_wins_where_a_small_tensor_splits_the_space():
 def test_a_tie_keeps_first_fit():
     lives = [Lifetime("a", 64, 0, 1), Lifetime("b", 128, 1, 2)]
     offsets, strategy, peaks = place_activations(lives)
-    assert peaks == {FIRST_FIT: 192, LARGEST_FIRST: 192}
+    assert set(peaks.values()) == {192}
     assert strategy == FIRST_FIT and offsets == [0, 64]
 
 
@@ -174,7 +176,7 @@ def _check_addressed(module: ModuleOp) -> tuple[int, int]:
     assert attrs["module.activation_bytes"].value.data == peak
     assert attrs["module.activation_lower_bound"].value.data == bound
     assert attrs["module.ddr_bytes"].value.data == base + peak
-    assert attrs["module.memory_strategy"].data in (FIRST_FIT, LARGEST_FIRST)
+    assert attrs["module.memory_strategy"].data in (FIRST_FIT, LARGEST_FIRST, LONGEST_FIRST, AREA_FIRST)
     return peak, bound
 
 

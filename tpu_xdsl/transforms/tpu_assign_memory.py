@@ -53,6 +53,8 @@ ADDRESSED_STATE = "TPU_ADDRESSED"
 _ACCEPTED_STATES = ("TPU_LOWERED", "TPU_GROUPED", ADDRESSED_STATE)
 FIRST_FIT = "first-fit"
 LARGEST_FIRST = "largest-first"
+LONGEST_FIRST = "longest-lived-first"
+AREA_FIRST = "size-x-lifetime-first"
 
 
 class MemoryAssignmentError(TpuXdslError):
@@ -160,13 +162,20 @@ def live_lower_bound(tensors: Sequence[Lifetime]) -> int:
 
 
 def place_activations(tensors: Sequence[Lifetime]) -> tuple[list[int], str, dict[str, int]]:
-    """Offsets of the better of first-fit and largest-first (first-fit on a tie), its name,
-    and the peak of each."""
+    """Offsets of the best of first-fit placements in four orders (definition order,
+    largest first, longest-lived first, largest size x lifetime first; the earlier on a
+    tie), its name, and the peak of each."""
     in_definition_order = sorted(range(len(tensors)), key=lambda i: (tensors[i].first, i))
     largest_first = sorted(in_definition_order, key=lambda i: -tensors[i].size)  # stable: ties by definition
+    # Two more orders that often pack tighter: the longest-lived first (they pin the
+    # bottom of the region), and the largest size x lifetime first.
+    longest_first = sorted(largest_first, key=lambda i: -(tensors[i].last - tensors[i].first))
+    area_first = sorted(in_definition_order, key=lambda i: -tensors[i].size * (tensors[i].last - tensors[i].first + 1))
     candidates = {
         FIRST_FIT: first_fit(tensors, in_definition_order),
         LARGEST_FIRST: first_fit(tensors, largest_first),
+        LONGEST_FIRST: first_fit(tensors, longest_first),
+        AREA_FIRST: first_fit(tensors, area_first),
     }
     peaks = {name: peak(tensors, offsets) for name, offsets in candidates.items()}
     best = min(candidates, key=lambda name: peaks[name])
