@@ -1,0 +1,177 @@
+"""`tpu-xdsl deploy -o M.tpumodel`, `run M.tpumodel` and `info M.tpumodel` as a user runs them:
+the compiled model reproduces the TPU interpreter bit for bit, and every bad input (a corrupt,
+truncated or foreign model file, inputs of the wrong name, shape or dtype, weights larger than
+the chip's DDR) is one line naming what is wrong, exit code 2, and no file written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.test_cli_int8_errors import assert_fails_cleanly, calibrated_top, int8_head_model, run, snapshot
+from tests.test_cli_transform import assert_user_error, tpu_xdsl
+from tpu_xdsl.device import chip as chip_module
+
+
+@dataclass(frozen=True)
+class Compiled:
+    folder: Path
+    model: Path  # the .tpumodel
+    mlir: Path  # its TPU module, written beside it
+    x: Path  # a test input, by input name
+    deploy_out: str
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory) -> Compiled:
+    """conv -> relu -> flatten -> matmul, calibrated on 4 samples and compiled INT8 for bm1684x.
+    The tolerance is loose: 4 random samples calibrate the matmul poorly, and this module is
+    about the device matching the interpreter, which is exact whatever the calibration."""
+    folder = tmp_path_factory.mktemp("device")
+    top = calibrated_top(folder, int8_head_model(folder / "m.onnx"), "m")
+    out = folder / "m_int8.tpumodel"
+    result = tpu_xdsl("deploy", str(top.mlir), "--quantize", "INT8", "--calibration-table", str(top.table),
+                      "--test-input", str(top.x), "--test-reference", str(top.reference), "--tolerance", "0.5,-1",
+                      "-o", str(out))
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr
+    return Compiled(folder, out, folder / "m_int8.mlir", top.x, result.stdout)
+
+
+def test_deploy_compares_the_device_with_the_interpreter(compiled):
+    lines = compiled.deploy_out.splitlines()
+    assert any(line.startswith("wrote ") and "m_int8.tpumodel (" in line for line in lines), compiled.deploy_out
+    assert "TPU interpreter (reference) vs device model bm1684x, by tensor name" in compiled.deploy_out
+    device_summary = next(line for line in lines if "integer tensors equal" in line)
+    assert device_summary.endswith("integer tensors equal, all pass")
+    assert int(device_summary.split()[0]) >= 4  # every named tensor, not just the output
+    assert compiled.mlir.is_file()
+
+
+def test_run_equals_the_interpreter_bit_for_bit(compiled, tmp_path, capsys):
+    device_out, interp_out = tmp_path / "device.npz", tmp_path / "interp.npz"
+    code, out, err = run(capsys, "run", compiled.model, "--input", compiled.x, "--output", device_out, "--dump-all")
+    assert code == 0, err
+    assert "logits_f32: shape [1, 5] float32" in out
+    assert "bm1684x: " in out and " cycles = " in out
+    code, _, err = run(capsys, "run", compiled.mlir, "--input", compiled.x, "--output", interp_out, "--dump-all")
+    assert code == 0, err
+    with np.load(device_out) as device, np.load(interp_out) as interp:
+        shared = sorted(set(device.files) & set(interp.files))
+        assert {"relu", "flat", "logits", "logits_f32"} <= set(shared)
+        for name in shared:
+            assert device[name].dtype == interp[name].dtype, name
+            np.testing.assert_array_equal(device[name], interp[name], err_msg=name)
+        assert device["logits"].dtype == np.int8
+
+
+def test_run_profile_reports_every_layer(compiled, tmp_path, capsys):
+    code, out, err = run(capsys, "run", compiled.model, "--input", compiled.x, "--output", tmp_path / "y.npz",
+                         "--profile")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0].split() == ["layer", "cycles", "compute", "dma", "MACs", "util", "DMA", "bytes"]
+    rows = {line.split()[0]: line.split() for line in lines[1:] if line.split() and line.split()[0] in ("relu", "logits")}
+    # MACs counted by hand: conv 4 oc x 3 ic x 9 taps x 64 pixels; matmul 256 x 5.
+    assert rows["relu"][4] == str(4 * 3 * 9 * 64)
+    assert rows["logits"][4] == str(256 * 5)
+    total = next(line for line in lines if line.startswith("total: "))
+    assert f"{4 * 3 * 9 * 64 + 256 * 5} MACs" in total
+
+
+def test_info(compiled, capsys):
+    code, out, err = run(capsys, "info", compiled.model)
+    assert code == 0, err
+    assert "chip: bm1684x" in out and "mode: INT8" in out
+    assert "input image: 1x3x8x8 float32" in out
+    assert "output logits_f32: 1x5 float32" in out
+    assert "memory map (DDR):" in out and "coefficients" in out
+
+
+# -- bad input ----------------------------------------------------------------------------------
+
+
+def damaged(compiled: Compiled, folder: Path, name: str, edit) -> Path:
+    data = bytearray(compiled.model.read_bytes())
+    path = folder / name
+    path.write_bytes(bytes(edit(data)))
+    return path
+
+
+def flip_middle(data: bytearray) -> bytearray:
+    data[len(data) // 2] ^= 0x40
+    return data
+
+
+def test_a_corrupt_model(compiled, tmp_path, capsys):
+    model = damaged(compiled, tmp_path, "corrupt.tpumodel", flip_middle)
+    for args in (["run", model, "--input", compiled.x, "--output", tmp_path / "y.npz"], ["info", model]):
+        line = assert_fails_cleanly(capsys, (tmp_path,), args, "corrupt.tpumodel", "checksum")
+        assert "compile it again" in line or "deploy" in line, line
+
+
+def test_a_truncated_model(compiled, tmp_path, capsys):
+    model = damaged(compiled, tmp_path, "cut.tpumodel", lambda d: d[: len(d) * 2 // 3])
+    assert_fails_cleanly(capsys, (tmp_path,), ["run", model, "--input", compiled.x, "--output", tmp_path / "y.npz"],
+                         "cut.tpumodel", "truncated")
+
+
+def test_a_model_for_another_chip(compiled, tmp_path, capsys):
+    assert_fails_cleanly(capsys, (tmp_path, compiled.folder),
+                         ["run", compiled.model, "--chip", "cv183x", "--input", compiled.x, "--output", tmp_path / "y.npz"],
+                         "bm1684x", "cv183x")
+
+
+def test_an_unknown_chip(compiled, tmp_path, capsys):
+    assert_fails_cleanly(capsys, (tmp_path, compiled.folder),
+                         ["run", compiled.model, "--chip", "bm1686", "--input", compiled.x, "--output", tmp_path / "y.npz"],
+                         "unknown chip 'bm1686'", "bm1684x, cv183x")
+
+
+@pytest.mark.parametrize(
+    ("arrays", "fragments"),
+    [
+        ({"image": np.zeros((1, 3, 4, 4), np.float32)}, ("input 'image' has shape [1, 3, 4, 4]", "[1, 3, 8, 8]")),
+        ({"image": np.zeros((1, 3, 8, 8), np.int64)}, ("input 'image' has dtype int64", "float32")),
+        ({"picture": np.zeros((1, 3, 8, 8), np.float32), "other": np.zeros(1)}, ("missing input(s) image", "picture")),
+    ],
+    ids=["shape", "dtype", "name"],
+)
+def test_bad_inputs(compiled, tmp_path, capsys, arrays, fragments):
+    x = tmp_path / "x.npz"
+    np.savez(x, **arrays)
+    assert_fails_cleanly(capsys, (tmp_path, compiled.folder),
+                         ["run", compiled.model, "--input", x, "--output", tmp_path / "y.npz"], *fragments)
+
+
+def test_a_missing_model_and_a_missing_input(compiled, tmp_path, capsys):
+    assert_fails_cleanly(capsys, (tmp_path,), ["run", tmp_path / "none.tpumodel", "--input", compiled.x,
+                                               "--output", tmp_path / "y.npz"], "none.tpumodel")
+    assert_fails_cleanly(capsys, (tmp_path, compiled.folder),
+                         ["run", compiled.model, "--input", tmp_path / "none.npz", "--output", tmp_path / "y.npz"],
+                         "none.npz", "no such input file")
+
+
+def test_weights_larger_than_the_chips_ddr(compiled, tmp_path, capsys, monkeypatch):
+    """A bm1684x with 1 KiB of DDR (the model's coefficients are 1.4 KiB): the compile error
+    names both sizes, and neither the .tpumodel nor its .mlir is written."""
+    small = replace(chip_module.CHIPS["bm1684x"], ddr_bytes=1024)
+    monkeypatch.setitem(chip_module.CHIPS, "bm1684x", small)
+    top = compiled.folder / "m.mlir"
+    assert_fails_cleanly(
+        capsys, (tmp_path, compiled.folder),
+        ["deploy", top, "--quantize", "INT8", "--calibration-table", compiled.folder / "m_cali_table",
+         "-o", tmp_path / "big.tpumodel"],
+        "the model needs", "weights 1.44 KiB", "bm1684x has 1.00 KiB", "more DDR",
+    )
+
+
+def test_a_corrupt_model_from_the_real_command_line(compiled, tmp_path):
+    model = damaged(compiled, tmp_path, "corrupt.tpumodel", flip_middle)
+    before = snapshot(tmp_path)
+    result = tpu_xdsl("run", str(model), "--input", str(compiled.x), "--output", str(tmp_path / "y.npz"))
+    assert_user_error(result, "corrupt.tpumodel", "checksum")
+    assert snapshot(tmp_path) == before
