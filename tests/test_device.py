@@ -86,6 +86,28 @@ def test_load_compute_store_equals_the_kernel():
     np.testing.assert_array_equal(device.read_ddr(dy), expected)
 
 
+def test_a_loaded_program_runs_again_on_new_data():
+    """`Device.load` checks and binds a program once; each run reads DDR as it is then."""
+    device = Device(BM1684X, 1 << 12)
+    src, dst = DdrView.contiguous(0, "int8", (1, 70, 2, 3)), DdrView.contiguous(1024, "int8", (1, 70, 2, 3))
+    staged = local(0, "int8", (1, 70, 2, 3))  # 70 channels: a whole plane of 64 lanes and 6 more
+    program = device.load([DmaLoad(0, src, staged), DmaStore(1, staged, dst, deps=(0,))])
+    rng = np.random.default_rng(1)
+    for _ in range(2):
+        x = rng.integers(-128, 128, (1, 70, 2, 3)).astype(np.int8)
+        device.write_ddr(src, x)
+        program.run()
+        np.testing.assert_array_equal(device.read_ddr(dst), x)
+
+
+def test_a_program_is_checked_when_it_loads():
+    device = Device(BM1684X, 4096)
+    outside = DdrView.contiguous(4000, "int8", (1, 64, 2, 2))
+    with pytest.raises(IllegalProgramError, match=r"instruction 1 \(DmaLoad"):
+        device.load([DmaFill(0, DdrView.contiguous(0, "int8", (4,)), 1.0),
+                     DmaLoad(1, outside, local(0, "int8", (1, 64, 2, 2)))])
+
+
 # -- timing ---------------------------------------------------------------------------------
 
 

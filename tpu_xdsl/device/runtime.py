@@ -76,32 +76,54 @@ def _arrange(model: TpuModel, inputs: Mapping[str, np.ndarray]) -> list[np.ndarr
     return arranged
 
 
+class LoadedModel:
+    """A compiled model on a device, as a chip's runtime holds it: the program checked,
+    timed and bound once, then run on any number of inputs."""
+
+    def __init__(self, model: TpuModel, chip: ChipConfig | None = None):
+        self.model = model
+        self.chip = chip or chip_config(model.chip)
+        if len(model.coefficients) > model.ddr_bytes:
+            raise DeviceInputError("the model's coefficients do not fit its own DDR size; compile it again")
+        self.device = Device(self.chip, model.ddr_bytes)
+        self.program = self.device.load(model.instructions)
+
+    @property
+    def timeline(self) -> Timeline:
+        return self.program.timeline
+
+    def run(self, inputs: Mapping[str, np.ndarray], dump_all: bool = False) -> RunResult:
+        """DDR cleared, coefficients and inputs written, the program run, outputs read."""
+        model, device = self.model, self.device
+        device.ddr[:] = 0
+        device.ddr[: len(model.coefficients)] = np.frombuffer(model.coefficients, dtype=np.uint8)
+        for desc, value in zip(model.inputs, _arrange(model, inputs), strict=True):
+            device.write_ddr(_whole(desc), value, f"input '{desc.name}'")
+        tensors: dict[str, np.ndarray] = {}
+        after_write = None
+        if dump_all:
+            completes: dict[int, list[TensorDesc]] = {}
+            for desc in model.tensors:
+                completes.setdefault(desc.written_by, []).append(desc)
+
+            def after_write(index: int) -> None:
+                for desc in completes.get(index, ()):
+                    tensors[desc.name] = device.read_ddr(_whole(desc))
+
+        self.program.run(after_write)
+        outputs = {desc.name: device.read_ddr(_whole(desc)) for desc in model.outputs}
+        return RunResult(outputs, self.program.timeline, tensors)
+
+
+def _whole(desc: IoDesc | TensorDesc) -> DdrView:
+    return DdrView.contiguous(desc.addr, desc.dtype, desc.shape)
+
+
 def run_model(
     model: TpuModel, inputs: Mapping[str, np.ndarray], dump_all: bool = False, chip: ChipConfig | None = None
 ) -> RunResult:
-    chip = chip or chip_config(model.chip)
-    device = Device(chip, model.ddr_bytes)
-    if len(model.coefficients) > model.ddr_bytes:
-        raise DeviceInputError("the model's coefficients do not fit its own DDR size; compile it again")
-    device.ddr[: len(model.coefficients)] = np.frombuffer(model.coefficients, dtype=np.uint8)
-    for desc, value in zip(model.inputs, _arrange(model, inputs), strict=True):
-        device.write_ddr(DdrView.contiguous(desc.addr, desc.dtype, desc.shape), value, f"input '{desc.name}'")
-    tensors: dict[str, np.ndarray] = {}
-    after_write = None
-    if dump_all:
-        completes: dict[int, list[TensorDesc]] = {}
-        for desc in model.tensors:
-            completes.setdefault(desc.written_by, []).append(desc)
-
-        def after_write(index: int) -> None:
-            for desc in completes.get(index, ()):
-                tensors[desc.name] = device.read_ddr(DdrView.contiguous(desc.addr, desc.dtype, desc.shape))
-
-    timeline = device.execute(model.instructions, after_write)
-    outputs = {
-        desc.name: device.read_ddr(DdrView.contiguous(desc.addr, desc.dtype, desc.shape)) for desc in model.outputs
-    }
-    return RunResult(outputs, timeline, tensors)
+    """Load `model` on its chip (or `chip`) and run it once."""
+    return LoadedModel(model, chip).run(inputs, dump_all)
 
 
 def profile_lines(model: TpuModel, timeline: Timeline, chip: ChipConfig | None = None) -> list[str]:

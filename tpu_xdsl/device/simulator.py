@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -35,7 +36,7 @@ from tpu_xdsl.device.isa import (
     numpy_dtype,
 )
 from tpu_xdsl.interp.kernels import ResultSpec
-from tpu_xdsl.interp.kernels.tpu import run_tpu_kernel
+from tpu_xdsl.interp.kernels.tpu import has_tpu_kernel, run_tpu_kernel
 
 
 @dataclass
@@ -173,69 +174,139 @@ class Device:
         region = self.lmem[:, tensor.addr : tensor.addr + size].reshape(chip.npu_num, n, planes, -1)
         return region[..., : h * w * dtype.itemsize].view(dtype)
 
-    def read_local(self, tensor: LocalTensor, where: str = "read") -> np.ndarray:
-        n, c, h, w = tensor.shape4
-        lanes = self._lanes(tensor, where)  # [L, N, P, HW]
-        grouped = lanes.transpose(1, 2, 0, 3).reshape(n, -1, h * w)  # channel p * L + lane
-        return np.ascontiguousarray(grouped[:, :c]).reshape(tensor.view)
-
-    def write_local(self, tensor: LocalTensor, values: np.ndarray, where: str = "write") -> None:
+    def _local_reader(self, tensor: LocalTensor, where: str) -> Callable[[], np.ndarray]:
+        """What copies the tensor out of its lanes (channel p * lanes + lane is plane p of
+        that lane): whole planes in one go, the last, partial plane in another."""
         n, c, h, w = tensor.shape4
         lanes = self._lanes(tensor, where)
-        npu, _, planes, _ = lanes.shape
-        full = np.zeros((n, planes * npu, h * w), dtype=lanes.dtype)
-        full[:, :c] = np.asarray(values, dtype=lanes.dtype).reshape(n, c, h * w)
-        lanes[...] = full.reshape(n, planes, npu, h * w).transpose(2, 0, 1, 3)
+        npu, full, whole, partial = _lane_parts(lanes, c)
+        shape, view = (n, c, h * w), tensor.view
+
+        def read() -> np.ndarray:
+            out = np.empty(shape, lanes.dtype)
+            if full:
+                out[:, : full * npu].reshape(n, full, npu, h * w)[...] = whole
+            if partial is not None:
+                out[:, full * npu :] = partial
+            return out.reshape(view)
+
+        return read
+
+    def _local_writer(self, tensor: LocalTensor, where: str) -> Callable[[np.ndarray], None]:
+        """What puts values (any shape of the tensor's size) into its lanes."""
+        n, c, h, w = tensor.shape4
+        npu, full, whole, partial = _lane_parts(self._lanes(tensor, where), c)
+
+        def write(values: np.ndarray) -> None:
+            values = np.asarray(values).reshape(n, c, h * w)
+            if full:
+                whole[...] = values[:, : full * npu].reshape(n, full, npu, h * w)
+            if partial is not None:
+                partial[...] = values[:, full * npu :]
+
+        return write
+
+    def read_local(self, tensor: LocalTensor, where: str = "read") -> np.ndarray:
+        return self._local_reader(tensor, where)()
+
+    def write_local(self, tensor: LocalTensor, values: np.ndarray, where: str = "write") -> None:
+        self._local_writer(tensor, where)(values)
 
     # -- instructions --------------------------------------------------------------------
 
-    def read(self, instruction: Instruction) -> Callable[[], None]:
-        """Read the instruction's sources (and compute); return what writes its results."""
+    def bind(self, instruction: Instruction) -> tuple[Callable[[], Any], Callable[[Any], None]]:
+        """The instruction's two halves on this device, every address checked once: what
+        reads its sources (and computes) when it starts, and what writes its results when
+        it finishes."""
         where = f"instruction {instruction.id} ({type(instruction).__name__}, layer {instruction.layer or '-'})"
         match instruction:
             case DmaLoad(src=src, dst=dst):
-                values = self.read_ddr(src, where)
-                return lambda: self.write_local(dst, values, where)
+                return self._ddr_array(src, where).copy, self._local_writer(dst, where)
             case DmaStore(src=src, dst=dst):
-                values = self.read_local(src, where)
-                return lambda: self.write_ddr(dst, values, where)
+                return self._local_reader(src, where), self._ddr_writer(dst, where)
             case DmaCopy(src=src, dst=dst):
-                values = self.read_ddr(src, where)
-                return lambda: self.write_ddr(dst, values, where)
+                return self._ddr_array(src, where).copy, self._ddr_writer(dst, where)
             case DmaFill(dst=dst, value=value):
-                return lambda: self.write_ddr(dst, value, where)
+                target = self._ddr_array(dst, where)
+                return lambda: value, target.fill
             case Compute():
-                inputs = [None if t is None else self.read_local(t, where) for t in instruction.inputs]
-                specs = [ResultSpec(tuple(t.view), numpy_dtype(t.dtype)) for t in instruction.outputs]
-                try:
-                    outputs = run_tpu_kernel(instruction.kind, inputs, instruction.attrs, specs)
-                except KeyError as e:
-                    raise IllegalProgramError(f"{where}: no compute kernel '{instruction.kind}'") from e
-
-                def write() -> None:
-                    for tensor, value in zip(instruction.outputs, outputs, strict=True):
-                        self.write_local(tensor, value, where)
-
-                return write
+                return self._compute(instruction, where)
         raise IllegalProgramError(f"{where}: unknown instruction")
+
+    def _ddr_writer(self, view: DdrView, where: str) -> Callable[[np.ndarray], None]:
+        target = self._ddr_array(view, where)
+
+        def write(values: np.ndarray) -> None:
+            target[...] = values.reshape(target.shape)
+
+        return write
+
+    def _compute(self, instruction: Compute, where: str) -> tuple[Callable[[], Any], Callable[[Any], None]]:
+        if not has_tpu_kernel(instruction.kind):
+            raise IllegalProgramError(f"{where}: no compute kernel '{instruction.kind}'")
+        readers = [None if t is None else self._local_reader(t, where) for t in instruction.inputs]
+        writers = [self._local_writer(t, where) for t in instruction.outputs]
+        specs = [ResultSpec(tuple(t.view), numpy_dtype(t.dtype)) for t in instruction.outputs]
+        kind, attrs = instruction.kind, instruction.attrs
+
+        def read() -> list[np.ndarray]:
+            inputs = [None if r is None else r() for r in readers]
+            return run_tpu_kernel(kind, inputs, attrs, specs)
+
+        def write(outputs: list[np.ndarray]) -> None:
+            for writer, value in zip(writers, outputs, strict=True):
+                writer(value)
+
+        return read, write
+
+    def load(self, instructions: list[Instruction]) -> Program:
+        """The program checked (dependencies, addresses, kernels), timed, and bound to this
+        device, ready to run any number of times."""
+        timeline = schedule(self.chip, instructions)
+        halves = [self.bind(instruction) for instruction in instructions]
+        events = []
+        for item in timeline.scheduled:
+            events.append((item.start, 1, item.instruction.id))
+            events.append((item.finish, 0, item.instruction.id))
+        events.sort()
+        return Program(timeline, halves, [(index, started == 1) for _, started, index in events])
 
     def execute(
         self, instructions: list[Instruction], after_write: Callable[[int], None] | None = None
     ) -> Timeline:
-        """Run the program: reads at each instruction's start, writes at its finish
+        """Run the program once: reads at each instruction's start, writes at its finish
         (`after_write(id)` is told of each write, e.g. to copy out a finished tensor)."""
-        timeline = schedule(self.chip, instructions)
-        events = []
-        for item in timeline.scheduled:
-            events.append((item.start, 1, item.instruction.id, "read"))
-            events.append((item.finish, 0, item.instruction.id, "write"))
-        events.sort()
-        pending: dict[int, Callable[[], None]] = {}
-        for _, _, index, kind in events:
-            if kind == "read":
-                pending[index] = self.read(instructions[index])
+        program = self.load(instructions)
+        program.run(after_write)
+        return program.timeline
+
+
+def _lane_parts(lanes: np.ndarray, c: int) -> tuple[int, int, np.ndarray, np.ndarray | None]:
+    """Of a [L, N, P, HW] lane view holding C channels: L, the number of whole planes, those
+    planes as [N, whole, L, HW], and the last, partial plane as [N, C % L, HW] (or None)."""
+    npu = lanes.shape[0]
+    full, rest = divmod(c, npu)
+    whole = lanes[:, :, :full].transpose(1, 2, 0, 3)
+    partial = lanes[:rest, :, full].transpose(1, 0, 2) if rest else None
+    return npu, full, whole, partial
+
+
+@dataclass
+class Program:
+    """A program bound to a device: per instruction its read and write halves, and the
+    order of their events in simulated time (writes before reads in the same cycle)."""
+
+    timeline: Timeline
+    halves: list[tuple[Callable[[], Any], Callable[[Any], None]]]
+    events: list[tuple[int, bool]]
+
+    def run(self, after_write: Callable[[int], None] | None = None) -> None:
+        halves = self.halves
+        pending: dict[int, Any] = {}
+        for index, starts in self.events:
+            if starts:
+                pending[index] = halves[index][0]()
             else:
-                pending.pop(index)()
+                halves[index][1](pending.pop(index))
                 if after_write is not None:
                     after_write(index)
-        return timeline

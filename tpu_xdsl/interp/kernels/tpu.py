@@ -71,6 +71,10 @@ for _kind, _int8 in INT8_KERNELS.items():
     TPU_KERNELS[_kind] = by_type(TPU_KERNELS.get(_kind), _int8)
 
 
+def has_tpu_kernel(kind: str) -> bool:
+    return kind in TPU_KERNELS
+
+
 def run_tpu_kernel(kind: str, inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultSpec]) -> list[Any]:
     """Run the TPU kernel of `kind` and store its results in the result types."""
     outputs = TPU_KERNELS[kind](inputs, attrs, results)
