@@ -64,6 +64,15 @@ def test_deploy_f16_bf16_pass_and_chip_rejects_f16(tmp_path):
         assert r.returncode == 0, r.stdout + r.stderr
         assert f"TOP (reference) vs TPU interpreter {mode}" in r.stdout and "all pass" in r.stdout
         assert f'module.mode = "{mode}"' in out.read_text()
+        # The written module runs again from its files (bf16 weights come back from the .npz
+        # as raw 2-byte records) and gives what deploy compared.
+        r = tpu_xdsl("run", str(out), "--input", str(tmp_path / "x.npz"), "--output", str(tmp_path / "y.npz"))
+        assert r.returncode == 0, r.stderr
+        with np.load(tmp_path / "top.npz") as top, np.load(tmp_path / "y.npz") as y:
+            (name,) = y.files
+            cosine = float(np.dot(top["prob"].ravel(), y[name].ravel())
+                           / np.linalg.norm(top["prob"]) / np.linalg.norm(y[name]))
+            assert name in ("prob", "prob_f32") and cosine > 0.999, (name, cosine)
     assert_user_error(
         tpu_xdsl("deploy", str(tmp_path / "m.mlir"), "--quantize", "F16", "--chip", "cv183x", "-o", str(tmp_path / "no.mlir")),
         "chip cv183x has no F16 mode", "BF16, INT8",

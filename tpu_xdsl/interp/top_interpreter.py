@@ -118,6 +118,9 @@ class TopFunctions(_TopKernelFunctions):
             raise InterpretError(
                 f"weight '{name}' has shape {value.shape} in the weight file, IR says {spec.shape}"
             )
+        if value.dtype.kind == "V" and value.dtype.itemsize == spec.dtype.itemsize:
+            # An .npz keeps a bfloat16 array as raw 2-byte records: the same bits.
+            return (value.view(spec.dtype),)
         return (value.astype(spec.dtype, copy=False),)
 
     @impl(_top_ops["top.none"])
