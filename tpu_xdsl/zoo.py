@@ -153,3 +153,68 @@ def write_text_samples(folder: Path, count: int, start: int = 0) -> list[Path]:
             image.save(path)
             written.append(path)
     return written
+
+
+def light_model_path(name: str) -> Path:
+    """An ONNX model of the onnx package's backend test data ("light_resnet50", ...): real
+    architectures with stand-in weights."""
+    path = package_dir("onnx") / "backend" / "test" / "data" / "light" / f"{name}.onnx"
+    if not path.is_file():
+        raise MissingModelError(f"the installed onnx package has no backend model {path.name}")
+    return path
+
+
+@dataclass
+class Lowered:
+    """A model imported, calibrated (INT8) and lowered to the TPU dialect in memory."""
+
+    module: object  # xdsl ModuleOp
+    onnx_path: Path
+    test_input: dict  # input name -> array: the first calibration sample, preprocessed
+
+
+def lower_model(name: str, folder: Path, mode: str, chip: str, samples: int = 16) -> Lowered:
+    """Import a shipped model (or a `light_*` backend model), calibrate it on `samples` of
+    scikit-image's text crops (random normal data for light models, which take no images),
+    and lower it to TPU `mode` for `chip`. Files go to `folder`."""
+    import numpy as np
+
+    from tpu_xdsl.calibration.calibrator import Options, calibrate
+    from tpu_xdsl.calibration.dataset import Dataset, SampleLoader
+    from tpu_xdsl.frontend.onnx_importer import import_onnx, load_model
+    from tpu_xdsl.frontend.preprocess import Preprocess
+    from tpu_xdsl.tools.tpu_xdsl import save_module
+    from tpu_xdsl.transforms.import_calibration import import_calibration
+    from tpu_xdsl.transforms.lower_top_to_tpu import lower_top_to_tpu
+    from tpu_xdsl.transforms.pipelines import canonicalize
+    from tpu_xdsl.weights import attach_weights, weights_of
+
+    light = name.startswith("light_")
+    path, shapes = (light_model_path(name), None) if light else (model(name).path, [list(model(name).input_shape)])
+    result = import_onnx(load_model(str(path)), name, shapes)
+    if not light:
+        entry = model(name)
+        Preprocess(
+            mean=[float(v) for v in entry.mean.split(",")], scale=[float(v) for v in entry.scale.split(",")],
+            pixel_format=entry.pixel_format,
+            resize_dims=[int(v) for v in entry.resize_dims.split(",")] if entry.resize_dims else None,
+        ).record(result.module)
+    attach_weights(result.module, result.weights)
+    canonicalize(result.module)
+    mlir = folder / f"{name}.mlir"
+    save_module(result.module, mlir, dict(weights_of(result.module)))
+    data = folder / f"{name}_samples"
+    data.mkdir(exist_ok=True)
+    if light:
+        rng = np.random.default_rng(0)
+        shape = result.module.body.block.first_op.function_type.inputs.data[0].get_shape()
+        for n in range(samples):
+            np.savez(data / f"s{n:02d}.npz", rng.standard_normal(shape).astype(np.float32))
+    else:
+        write_text_samples(data, samples)
+    dataset = Dataset.from_dir(data, samples)
+    module = result.module
+    if mode.upper() == "INT8":
+        import_calibration(module, calibrate(mlir, dataset, Options(jobs=1)).table, "table")
+    lower_top_to_tpu(module, mode.upper(), chip)
+    return Lowered(module, path, SampleLoader(module).load(dataset.paths[0]))
