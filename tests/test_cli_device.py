@@ -88,7 +88,9 @@ def test_info(compiled, capsys):
     assert "chip: bm1684x" in out and "mode: INT8" in out
     assert "input image: 1x3x8x8 float32" in out
     assert "output logits_f32: 1x5 float32" in out
-    assert "memory map (DDR):" in out and "coefficients" in out
+    memory_map = out.split("memory map (DDR):", 1)[1]
+    assert "coefficients" in memory_map
+    assert "  image [1, 3, 8, 8] float32" in memory_map  # inputs too, not just tensors computed
 
 
 # -- bad input ----------------------------------------------------------------------------------

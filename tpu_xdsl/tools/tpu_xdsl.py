@@ -252,7 +252,9 @@ def _info(args: argparse.Namespace) -> int:
     print(f"  {0:#012x} - {len(model.coefficients):#012x}  coefficients ({len(model.coefficients)} bytes)")
     from tpu_xdsl.device.isa import DTYPE_SIZES
 
-    for desc in sorted(model.tensors, key=lambda d: (d.addr, d.name)):
+    named = {d.name for d in model.tensors}
+    entries = [*model.tensors, *(d for d in (*model.inputs, *model.outputs) if d.name not in named)]
+    for desc in sorted(entries, key=lambda d: (d.addr, d.name)):
         size = int(np.prod(desc.shape)) * DTYPE_SIZES[desc.dtype] if desc.shape else DTYPE_SIZES[desc.dtype]
         print(f"  {desc.addr:#012x} - {desc.addr + size:#012x}  {desc.name} {list(desc.shape)} {desc.dtype}")
     return 0
