@@ -24,7 +24,6 @@ Public reference point: a real BM1684X runs ResNet-50 INT8 batch 1 in about 0.75
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import tempfile
 import time
@@ -32,6 +31,7 @@ from functools import partial
 from pathlib import Path
 
 import numpy as np
+from timing import time_call
 
 CALIBRATION_SAMPLES = 16
 
@@ -47,14 +47,6 @@ def build(name: str, folder: Path, mode: str, chip: str):
     return codegen(lowered.module), plan, lowered.onnx_path, lowered.test_input
 
 
-def median_time(fn, repeat: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def main() -> int:
@@ -88,13 +80,13 @@ def main() -> int:
             peak = chip.macs_per_cycle[args.mode]
             per_cycle = chip.ddr_to_lmem_bytes_per_s / chip.clock_hz
             bound = max(macs / peak, (len(model.coefficients) + io) / per_cycle)
-            device_s = median_time(partial(loaded.run, test_input), args.repeat)
+            device_s = time_call(partial(loaded.run, test_input), args.repeat)
             options = ort.SessionOptions()
             options.intra_op_num_threads = 1
             options.inter_op_num_threads = 1
             session = ort.InferenceSession(str(onnx_path), options, providers=["CPUExecutionProvider"])
             feeds = {session.get_inputs()[0].name: next(iter(test_input.values())).astype(np.float32)}
-            ort_s = median_time(partial(session.run, None, feeds), max(args.repeat, 10))
+            ort_s = time_call(partial(session.run, None, feeds), max(args.repeat, 10))
             rows.append((name, len(model.instructions), timeline.total_cycles, macs, dma, bound,
                          plan.activation_bytes, plan.activation_lower_bound, load_s, device_s, ort_s))
             print(f"  {name}: done", file=sys.stderr)

@@ -15,13 +15,12 @@ the table says which kernels ran.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import onnx
+from timing import time_call
 
 LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
 
@@ -43,14 +42,6 @@ def static_shape(model: onnx.ModelProto, fallback: list[int]) -> list[int]:
     return shape if all(shape) else fallback
 
 
-def time_call(fn, repeat: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def main() -> int:

@@ -24,17 +24,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
 import numpy as np
 import onnx
+from timing import time_call
 
 LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
 CALIBRATION_SAMPLES = 8
@@ -92,15 +90,6 @@ def build(name: str, folder: Path) -> Deployment:
     return Deployment(name, onnx_path, int8, top, input_name, shape)
 
 
-def time_call(fn: Callable[[], object], repeat: int) -> float:
-    """Median seconds of `repeat` runs of `fn` after one warm-up run."""
-    fn()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def count_gmac(top_mlir: Path) -> float:
