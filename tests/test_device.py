@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -135,6 +136,62 @@ def test_conv_cycles_round_channels_up_to_lanes_and_input_channels_to_the_array(
     assert cycles(BM1684X, depthwise) == 64 + 2 * 9 * math.ceil(784 / 64)
     add = Compute(0, "add", (y, y), (y,), {})
     assert cycles(BM1684X, add) == 64 + 2 * 2 * math.ceil(784 / 64)  # 2 passes
+
+
+def test_copy_fill_matmul_pool_and_table_cycles():
+    # A DDR -> DDR copy of 6,000 bytes at the slower direction (44 bytes per cycle), a fill at
+    # the local -> DDR rate.
+    copy = DmaCopy(0, DdrView.contiguous(0, "int16", (3000,)), DdrView.contiguous(8192, "int16", (3000,)))
+    assert cycles(BM1684X, copy) == 200 + math.ceil(6000 / 44)
+    fill = DmaFill(0, DdrView.contiguous(0, "float32", (100,)), 0.0)
+    assert cycles(BM1684X, fill) == 200 + math.ceil(400 / 44)
+    # matmul [128, 256] x [256, 100] in BF16: 100 columns on 64 lanes (2 passes), 256 / 32 IC
+    # per pass (8), 128 rows / 4 pixels (32).
+    a, b, y = local(0, "bfloat16", (128, 256)), local(0, "bfloat16", (256, 100)), local(0, "bfloat16", (128, 100))
+    assert cycles(BM1684X, Compute(0, "matmul", (a, b, None), (y,), {})) == 64 + 2 * 8 * 32
+    # 3x3 max pool on cv183x: a pass per tap, 40 channels on 32 lanes (2), 14*14 int8 outputs
+    # per lane in 16-byte execution units (13).
+    x, p = local(0, "int8", (1, 40, 28, 28)), local(0, "int8", (1, 40, 14, 14))
+    pool = Compute(0, "max_pool", (x,), (p,), {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]})
+    assert cycles(CV183X, pool) == 64 + 9 * 2 * math.ceil(196 / 16)
+    table = Compute(0, "lut", (x, local(0, "int8", (1, 1, 1, 256))), (x,), {})
+    assert cycles(CV183X, table) == 64 + 1 * 2 * math.ceil(784 / 16)
+
+
+def test_pool_table_matmul_and_cast_on_the_device_equal_numpy():
+    """Each kernel family through the device (lanes, DMA and all) against plain numpy."""
+    device = Device(CV183X, 1 << 16)
+    rng = np.random.default_rng(4)
+    x = rng.integers(-128, 128, (1, 40, 6, 6)).astype(np.int8)
+    table = rng.integers(-128, 128, 256).astype(np.int8)
+    a = rng.standard_normal((5, 7)).astype(np.float32)
+    b = rng.standard_normal((7, 3)).astype(np.float32)
+    dx, dt, da, db = (DdrView.contiguous(addr, dtype, v.shape) for addr, dtype, v in
+                      ((0, "int8", x), (2048, "int8", table), (4096, "float32", a), (8192, "float32", b)))
+    for view, value in ((dx, x), (dt, table), (da, a), (db, b)):
+        device.write_ddr(view, value)
+    # lane bytes on cv183x (16-byte EUs): x 2 planes of 48, the table 256, pool 2 x 16, ...
+    lx, lt = local(0, "int8", x.shape), LocalTensor(128, "int8", (1, 1, 1, 256), (256,))
+    lp, ly = local(384, "int8", (1, 40, 3, 3)), local(448, "int8", x.shape)
+    la, lb, lm = local(576, "float32", a.shape), LocalTensor(640, "float32", (1, 7, 1, 3), b.shape), local(704, "float32", (5, 3))
+    lh = local(768, "bfloat16", (5, 3))
+    out = {name: DdrView.contiguous(12288 + 2048 * k, t.dtype, t.view) for k, (name, t) in
+           enumerate((("pool", lp), ("lut", ly), ("matmul", lm), ("cast", lh)))}
+    program = [
+        DmaLoad(0, dx, lx), DmaLoad(1, dt, lt), DmaLoad(2, da, la), DmaLoad(3, db, lb),
+        Compute(4, "max_pool", (lx,), (lp,), {"kernel_shape": [2, 2], "strides": [2, 2]}, deps=(0,)),
+        Compute(5, "lut", (lx, lt), (ly,), {}, deps=(0, 1)),
+        Compute(6, "matmul", (la, lb, None), (lm,), {}, deps=(2, 3)),
+        Compute(7, "cast", (lm,), (lh,), {}, deps=(6,)),
+        DmaStore(8, lp, out["pool"], deps=(4,)), DmaStore(9, ly, out["lut"], deps=(5,)),
+        DmaStore(10, lm, out["matmul"], deps=(6,)), DmaStore(11, lh, out["cast"], deps=(7,)),
+    ]
+    device.execute(program)
+    np.testing.assert_array_equal(device.read_ddr(out["pool"]), x.reshape(1, 40, 3, 2, 3, 2).max(axis=(3, 5)))
+    # the chip indexes a table by the byte: two's complement, -1 is entry 255
+    np.testing.assert_array_equal(device.read_ddr(out["lut"]), table[x.astype(np.int64) % 256])
+    np.testing.assert_allclose(device.read_ddr(out["matmul"]), a @ b, rtol=1e-6)
+    np.testing.assert_array_equal(device.read_ddr(out["cast"]), (a @ b).astype(ml_dtypes.bfloat16))
 
 
 # -- dependency tokens --------------------------------------------------------------------------
