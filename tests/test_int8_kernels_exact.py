@@ -412,6 +412,27 @@ def test_add_ties_and_broadcasting():
             np.testing.assert_array_equal(got, expected, err_msg=f"{mode} shift {s}")
 
 
+@pytest.mark.parametrize("mode", ROUND_MODES)
+@pytest.mark.parametrize(("out_dtype", "zo", "relu"), [(np.int8, 0, False), (np.uint8, 0, True), (np.int8, -7, True), (np.uint8, 90, False)])
+def test_mul_every_mode_per_channel_and_scalar(mode, out_dtype, zo, relu):
+    """A product of codes, b broadcast like an SE scale, requantized per channel or by one
+    multiplier, against Python integers; shifts from 0 to 63 (the largest leave float64's
+    exact range and take the integer path)."""
+    rng = np.random.default_rng(26)
+    a = rng.integers(-128, 128, (1, 5, 6, 7)).astype(np.int8)
+    b = rng.integers(0, 256, (1, 5, 1, 1)).astype(np.uint8)
+    a.reshape(-1)[:2], b.reshape(-1)[:2] = [-128, 127], [0, 255]
+    acc = (a.astype(np.int64) - 0) * (b.astype(np.int64) - 3)
+    for s in (0, 1, 20, 31, 37, 40, 53, 63):
+        for mult in ([int(v) >> max(0, 31 - s) for v in rng.integers(1, 1 << 31, 5)], [int(rng.integers(1, 1 << 31)) >> max(0, 31 - s)]):
+            attrs = {"multiplier": mult, "rshift": [s], "input_zero_points": [0, 3], "output_zero_point": zo,
+                     "round_mode": mode, "do_relu": relu}
+            (got,) = INT8_KERNELS["mul"]([a, b], attrs, [ResultSpec(a.shape, np.dtype(out_dtype))])
+            m = np.array(mult) if len(mult) > 1 else mult[0]
+            expected = requantize_array_ref(acc, m, s, zo, out_dtype, mode, relu)
+            np.testing.assert_array_equal(got, expected, err_msg=f"shift {s}, {len(mult)} multipliers")
+
+
 # -- cast, lut -------------------------------------------------------------------------------
 
 

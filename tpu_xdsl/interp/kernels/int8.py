@@ -517,8 +517,14 @@ def _flat_blocks(*arrays: np.ndarray) -> list[tuple[np.ndarray, ...]]:
 @int8_kernel("mul")
 def mul(inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultSpec]) -> list[np.ndarray]:
     a, b = inputs
-    acc = _centered_int(a, zero_point(attrs, 0)) * _centered_int(b, zero_point(attrs, 1))
-    return [finish(np.broadcast_to(acc, results[0].shape), attrs, results[0])]
+    za, zb = zero_point(attrs, 0), zero_point(attrs, 1)
+    shape = results[0].shape
+    if len(shape) >= 2:  # the product of two codes is exact in float64: conv's requantization
+        acc = centered(a, za, np.dtype(np.float64)) * centered(b, zb, np.dtype(np.float64))
+        bound = magnitude_bound(a, za) * magnitude_bound(b, zb)
+        return [finish_sum(np.broadcast_to(acc, shape), None, attrs, results[0], bound)]
+    acc = _centered_int(a, za) * _centered_int(b, zb)
+    return [finish(np.broadcast_to(acc, shape), attrs, results[0])]
 
 
 @int8_kernel("lut")
