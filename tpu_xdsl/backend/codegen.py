@@ -35,7 +35,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Operation, SSAValue
 
-from tpu_xdsl.backend import slicing
+from tpu_xdsl.backend import groups, slicing
 from tpu_xdsl.backend.slicing import Box, OpShape
 from tpu_xdsl.device.chip import ChipConfig, chip_config
 from tpu_xdsl.device.isa import (
@@ -133,8 +133,9 @@ def _kernel_attrs(op: Operation) -> dict[str, Any]:
 
 
 class Codegen:
-    def __init__(self, module: ModuleOp, chip: ChipConfig):
+    def __init__(self, module: ModuleOp, chip: ChipConfig, layer_groups: Sequence[Sequence[Operation]] = ()):
         self.module = module
+        self.layer_groups = {group[-1]: list(group) for group in layer_groups if group}
         self.chip = chip
         self.program = _Program(chip)
         self.places: dict[SSAValue, _Tensor] = {}
@@ -158,9 +159,19 @@ class Codegen:
                 self.places[value] = _Tensor(addr, tuple(t.get_shape()), dtype_name(numpy_dtype(t.element_type)))
             if op.name == "top.weight":
                 self._place_weight(op)
-            elif op.name != "top.input":
+            elif op in self.layer_groups:
+                self._lower_grouped(self.layer_groups[op])
+            elif op.name != "top.input" and not any(op in g for g in self.layer_groups.values()):
                 self.lower(op)
         return self._model(main)
+
+    def _lower_grouped(self, ops: list[Operation]) -> None:
+        """A group's ops once its last op is placed: as a group, or op by op."""
+        inside = set(ops)
+        stored = [r for op in ops for r in op.results if any(u.operation not in inside for u in r.uses)]
+        if not self.lower_group(ops, stored):
+            for op in ops:
+                self.lower(op)
 
     def _place_weight(self, op: Operation) -> None:
         place = self.places[op.results[0]]
@@ -230,6 +241,134 @@ class Codegen:
         if kind in ("split", "concat", "pad", "tile") and self._moves(op, kind, attrs, layer):
             return
         self._compute(op, kind, attrs, layer)
+
+    # layer groups --------------------------------------------------------------------
+
+    def _op_shape(self, op: Operation, kind: str, attrs: dict[str, Any]) -> OpShape:
+        operands = [None if _is_none(v) else v for v in op.operands]
+        return OpShape(
+            kind,
+            attrs,
+            tuple(None if v is None else self.places[v].shape for v in operands),
+            tuple(v is not None and _is_weight(v) for v in operands),
+            tuple(self.places[r].shape for r in op.results),
+        )
+
+    def lower_group(self, ops: Sequence[Operation], stored: Sequence[SSAValue]) -> bool:
+        """Run `ops` as one layer group (`groups`): the group's inputs loaded, `stored` written
+        to DDR, everything else kept in local memory, step by step with double buffers.
+        False (nothing emitted) when the ops cannot form a group on this chip."""
+        keys: dict[SSAValue, str] = {}
+
+        def key(value: SSAValue) -> str:
+            return keys.setdefault(value, f"t{len(keys)}")
+
+        members, constants, dtypes, values = [], set(), {}, {}
+        for op in ops:
+            kind = op.name.split(".", 1)[1]
+            shape = self._op_shape(op, kind, _kernel_attrs(op))
+            if not groups.can_join(shape):
+                return False
+            operand_keys = []
+            for v in op.operands:
+                if _is_none(v):
+                    operand_keys.append(None)
+                    continue
+                operand_keys.append(key(v))
+                if _is_weight(v):
+                    constants.add(key(v))
+            members.append(groups.Member(shape, tuple(operand_keys), tuple(key(r) for r in op.results)))
+        for value, k in keys.items():
+            dtypes[k], values[k] = self.places[value].dtype, value
+        alloc = _LocalAllocator(self.chip)
+        choice = groups.choose_slices(
+            members, constants, [keys[v] for v in stored], alloc.lane_bytes, dtypes, self.chip.lmem_bytes
+        )
+        if choice is None:
+            return False
+        _, _, steps = choice
+        self._emit_group(ops, members, steps, constants, dtypes, values, [keys[v] for v in stored], alloc)
+        return True
+
+    def _emit_group(self, ops, members, steps, constants, dtypes, values, stored, alloc) -> None:
+        program = self.program
+        produced = {k for m in members for k in m.results}
+        layer = (tensor_names(ops[-1]) or ["group"])[0]
+        resident: dict[str, LocalTensor] = {}
+        resident_loads: list[int] = []
+        for k in sorted(constants):
+            place = self.places[values[k]]
+            resident[k] = alloc.tensor(place.dtype, slicing.whole(place.shape), constant=True)
+            resident_loads.append(program.emit(DmaLoad, place.view(), resident[k], layer=layer))
+        buffers = 2 if len(steps) > 1 else 1
+        streamed = list(steps[0].boxes)
+        copy_sites = sorted({w for step in steps for w in step.copies})
+        size = {k: max(alloc.lane_bytes(dtypes[k], st.boxes[k]) for st in steps) for k in streamed}
+        copy_size = {
+            w: max(alloc.lane_bytes(dtypes[members[w[0]].operands[w[1]]], st.copies[w]) for st in steps if w in st.copies)
+            for w in copy_sites
+        }
+        base = [{k: alloc.reserve(size[k]) for k in streamed} for _ in range(buffers)]
+        copy_base = [{w: alloc.reserve(copy_size[w]) for w in copy_sites} for _ in range(buffers)]
+        inputs = [k for k in streamed if k not in produced]
+        loads: dict[int, list[int]] = {}
+        last_compute: dict[int, int] = {}
+        stores: dict[int, list[int]] = {}
+
+        def local(k: str, box: Box, b: int) -> LocalTensor:
+            dims = slicing.sizes(box)
+            return LocalTensor(base[b][k], dtypes[k], shape4(dims), dims)
+
+        def emit_loads(s: int) -> None:
+            b = s % buffers
+            deps = [last_compute[s - buffers]] if s - buffers in last_compute else []
+            loads[s] = [
+                program.emit(DmaLoad, self.places[values[k]].view().box(*_starts_sizes(steps[s].boxes[k])),
+                             local(k, steps[s].boxes[k], b), deps=deps, layer=layer)
+                for k in inputs
+            ]
+
+        emit_loads(0)
+        for s, step in enumerate(steps):
+            b = s % buffers
+            if buffers == 1 and s > 0:
+                emit_loads(s)
+            if buffers == 2 and s + 1 < len(steps):
+                emit_loads(s + 1)
+            deps = [*loads[s], *resident_loads, *stores.get(s - buffers, [])]
+            produced_by: dict[str, int] = {}
+            for index, (op, member, plan) in enumerate(zip(ops, members, step.plans, strict=True)):
+                operands_local: list[LocalTensor | None] = []
+                for i, k in enumerate(member.operands):
+                    if k is None:
+                        operands_local.append(None)
+                    elif k in constants:
+                        operands_local.append(resident[k])
+                    elif (index, i) in step.copies:
+                        held, read = step.boxes[k], step.copies[index, i]
+                        dims = slicing.sizes(read)
+                        part = LocalTensor(copy_base[b][index, i], dtypes[k], shape4(dims), dims)
+                        starts = [r[0] - h[0] for r, h in zip(read, held, strict=True)]
+                        attrs = {"axes": [0, 1, 2, 3], "starts": starts,
+                                 "ends": [a + d for a, d in zip(starts, dims, strict=True)], "steps": [1, 1, 1, 1]}
+                        program.emit(Compute, "slice", (local(k, held, b),), (part,), attrs, deps=deps, layer=layer)
+                        operands_local.append(part)
+                    else:
+                        operands_local.append(local(k, step.boxes[k], b))
+                (result,) = member.results
+                out = local(result, step.boxes[result], b)
+                share = int(np.prod(slicing.sizes(step.boxes[result]))) / max(1, int(np.prod(member.shape.results[0])))
+                name = (tensor_names(op) or [member.shape.kind])[0]
+                produced_by[result] = program.emit(
+                    Compute, member.shape.kind, tuple(operands_local), (out,), plan.attrs, deps=deps, layer=name,
+                    macs=round(_macs(member.shape.kind, op) * share),
+                )
+            last_compute[s] = max(produced_by.values())
+            stores[s] = []
+            for k in stored:
+                dst = self.places[values[k]].view().box(*_starts_sizes(step.boxes[k]))
+                stores[s].append(program.emit(DmaStore, local(k, step.boxes[k], b), dst, deps=[produced_by[k]], layer=layer))
+                self.written_by[values[k]] = stores[s][-1]
 
     # DMA-only ops ------------------------------------------------------------------
 
@@ -526,6 +665,11 @@ def _product(pieces: list[list[tuple[int, int]]]):
     return itertools.product(*pieces)
 
 
+def _is_weight(value: SSAValue) -> bool:
+    owner = value.owner
+    return isinstance(owner, Operation) and owner.name == "top.weight"
+
+
 def _is_none(value: SSAValue) -> bool:
     owner = value.owner
     return isinstance(owner, Operation) and owner.name == "top.none"
@@ -630,8 +774,11 @@ class _LocalAllocator:
         return LocalTensor(self.reserve(size), dtype, shape4(dims, constant), dims)
 
 
-def codegen(module: ModuleOp, chip_name: str | None = None) -> TpuModel:
-    """The device program of an addressed TPU module."""
+def codegen(
+    module: ModuleOp, chip_name: str | None = None, layer_groups: Sequence[Sequence[Operation]] = ()
+) -> TpuModel:
+    """The device program of an addressed TPU module; `layer_groups` (runs of consecutive
+    ops of @main) run as groups where they can (op by op otherwise)."""
     chip = module.attributes.get("module.chip")
     name = chip_name or (chip.data if isinstance(chip, StringAttr) else "bm1684x")
-    return Codegen(module, chip_config(name)).run()
+    return Codegen(module, chip_config(name), layer_groups).run()

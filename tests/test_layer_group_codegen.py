@@ -1,0 +1,87 @@
+"""Layer groups in codegen: chains of ops run step by step out of local memory give the TPU
+interpreter's results bit for bit (INT8) while moving fewer bytes through DDR."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.test_codegen import conv, lower, model_of, node, weight
+from tpu_xdsl.backend.codegen import codegen
+from tpu_xdsl.device.isa import Compute, DmaLoad, DmaStore
+from tpu_xdsl.device.runtime import run_model
+from tpu_xdsl.interp.runner import ModuleRunner, main_func
+from tpu_xdsl.transforms.tpu_assign_memory import assign_memory
+from tpu_xdsl.weights import weights_of
+
+
+def conv_chain():
+    """conv3x3+relu -> conv3x3 (stride 1) -> add with the first conv's output -> max pool."""
+    nodes = [
+        node("Conv", ["x", "w1", "b1"], ["c1"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        node("Relu", ["c1"], ["r1"]),
+        node("Conv", ["r1", "w2", "b2"], ["c2"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        node("Add", ["c2", "r1"], ["s"]),
+        node("MaxPool", ["s"], ["y"], kernel_shape=[2, 2], strides=[2, 2]),
+    ]
+    inits = [weight("w1", [16, 8, 3, 3]), weight("b1", [16], 0.1), weight("w2", [16, 16, 3, 3]), weight("b2", [16], 0.1)]
+    return model_of(nodes, [("x", [2, 8, 96, 64])], "y", inits)
+
+
+def compute_ops(tpu):
+    return [op for op in main_func(tpu).body.block.ops if op.name.startswith("tpu.") and op.name != "tpu.cast"]
+
+
+def ddr_bytes(model) -> int:
+    return sum(i.dst.nbytes if isinstance(i, DmaLoad) else i.src.nbytes
+               for i in model.instructions if isinstance(i, (DmaLoad, DmaStore)))
+
+
+@pytest.mark.parametrize(("scheme", "chip"), [("INT8", "cv183x"), ("INT8", "bm1684x"), ("BF16", "cv183x")])
+def test_a_grouped_chain_equals_the_interpreter(scheme, chip, tmp_path):
+    tpu, feeds = lower(conv_chain(), scheme, chip, tmp_path)
+    expected = ModuleRunner(tpu, weights_of(tpu)).run(feeds)
+    assign_memory(tpu)
+    chain = compute_ops(tpu)
+    assert [op.name for op in chain] == ["tpu.conv", "tpu.conv", "tpu.add", "tpu.max_pool"]
+    grouped = codegen(tpu, layer_groups=[chain])
+    alone = codegen(tpu)
+    for model in (grouped, alone):
+        got = run_model(model, feeds).outputs
+        for name, value in expected.items():
+            if value.dtype.kind in "iu" or scheme == "INT8":
+                np.testing.assert_array_equal(got[name], value, err_msg=name)
+            else:
+                cos = float(np.dot(got[name].ravel().astype(np.float64), value.ravel())
+                            / np.linalg.norm(got[name].astype(np.float64)) / np.linalg.norm(value.astype(np.float64)))
+                assert cos >= 0.99999, (name, cos)
+    # The group keeps its three intermediate tensors in local memory.
+    assert ddr_bytes(grouped) < 0.6 * ddr_bytes(alone), (ddr_bytes(grouped), ddr_bytes(alone))
+    layers = {i.layer for i in grouped.instructions if isinstance(i, Compute)}
+    assert len([i for i in grouped.instructions if isinstance(i, Compute) and i.kind == "conv"]) >= 2
+    assert layers
+
+
+def test_backward_slice_inference_grows_halos_and_copies_a_shared_operand():
+    """Rows [32, 64) of conv2(conv1(x)) + conv1(x), both 3x3 with pads 1: conv2 reads rows
+    [31, 65) of conv1's output (its halo), the add rows [32, 64) of it (a local copy), and
+    conv1 reads rows [30, 66) of x."""
+    from tpu_xdsl.backend.groups import Member, plan_step
+    from tpu_xdsl.backend.slicing import OpShape
+
+    attrs = {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "strides": [1, 1], "dilations": [1, 1], "group": 1}
+    act, w = (1, 8, 96, 64), (8, 8, 3, 3)
+    members = [
+        Member(OpShape("conv", attrs, (act, w, None), (False, True, False), (act,)), ("x", "w1", None), ("c1",)),
+        Member(OpShape("conv", attrs, (act, w, None), (False, True, False), (act,)), ("c1", "w2", None), ("c2",)),
+        Member(OpShape("add", {}, (act, act), (False, False), (act,)), ("c2", "c1"), ("s",)),
+    ]
+    step = plan_step(members, {"w1", "w2"}, ((0, 1), (0, 8), (32, 32), (0, 64)))
+    assert step is not None
+    assert step.boxes["s"][2] == step.boxes["c2"][2] == (32, 32)
+    assert step.boxes["c1"][2] == (31, 34)
+    assert step.boxes["x"][2] == (30, 36)
+    assert step.copies == {(2, 1): ((0, 1), (0, 8), (32, 32), (0, 64))}
+    # the first rows: the window's top pad stays a pad, no row above 0 is read
+    first = plan_step(members, {"w1", "w2"}, ((0, 1), (0, 8), (0, 32), (0, 64)))
+    assert first is not None and first.boxes["c1"][2] == (0, 33) and first.boxes["x"][2] == (0, 34)
