@@ -125,12 +125,17 @@ def weight_name(op: Operation) -> str:
     return first.data
 
 
+def is_weight(value: SSAValue) -> bool:
+    """Whether a `top.weight` defines `value`."""
+    owner = value.owner
+    return isinstance(owner, Operation) and owner.name == "top.weight"
+
+
 def weight_value(module: ModuleOp, value: SSAValue) -> np.ndarray | None:
     """The constant array behind `value` when a `top.weight` produces it, else None."""
-    owner = value.owner
-    if not isinstance(owner, Operation) or owner.name != "top.weight":
+    if not is_weight(value):
         return None
-    return weights_of(module)[weight_name(owner)]
+    return weights_of(module)[weight_name(value.owner)]  # type: ignore[arg-type]
 
 
 def create_weight(

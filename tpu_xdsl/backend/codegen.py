@@ -57,7 +57,8 @@ from tpu_xdsl.interp.dtypes import numpy_dtype
 from tpu_xdsl.interp.kernels import ResultSpec, load_all
 from tpu_xdsl.interp.runner import main_func, tensor_names
 from tpu_xdsl.quant import ChannelQParams
-from tpu_xdsl.weights import weight_name, weights_of
+from tpu_xdsl.transforms.matching import is_none
+from tpu_xdsl.weights import is_weight, weight_name, weights_of
 
 _IR_ONLY_ATTRS = ("names", "ddr", "ginfo")
 _REORDER = {
@@ -136,6 +137,7 @@ class Codegen:
     def __init__(self, module: ModuleOp, chip: ChipConfig, layer_groups: Sequence[Sequence[Operation]] = ()):
         self.module = module
         self.layer_groups = {group[-1]: list(group) for group in layer_groups if group}
+        self.grouped = {op for group in layer_groups for op in group}
         self.chip = chip
         self.program = _Program(chip)
         self.places: dict[SSAValue, _Tensor] = {}
@@ -161,7 +163,7 @@ class Codegen:
                 self._place_weight(op)
             elif op in self.layer_groups:
                 self._lower_grouped(self.layer_groups[op])
-            elif op.name != "top.input" and not any(op in g for g in self.layer_groups.values()):
+            elif op.name != "top.input" and op not in self.grouped:
                 self.lower(op)
         return self._model(main)
 
@@ -245,12 +247,12 @@ class Codegen:
     # layer groups --------------------------------------------------------------------
 
     def _op_shape(self, op: Operation, kind: str, attrs: dict[str, Any]) -> OpShape:
-        operands = [None if _is_none(v) else v for v in op.operands]
+        operands = [None if is_none(v) else v for v in op.operands]
         return OpShape(
             kind,
             attrs,
             tuple(None if v is None else self.places[v].shape for v in operands),
-            tuple(v is not None and _is_weight(v) for v in operands),
+            tuple(v is not None and is_weight(v) for v in operands),
             tuple(self.places[r].shape for r in op.results),
         )
 
@@ -271,11 +273,11 @@ class Codegen:
                 return False
             operand_keys = []
             for v in op.operands:
-                if _is_none(v):
+                if is_none(v):
                     operand_keys.append(None)
                     continue
                 operand_keys.append(key(v))
-                if _is_weight(v):
+                if is_weight(v):
                     constants.add(key(v))
             members.append(groups.Member(shape, tuple(operand_keys), tuple(key(r) for r in op.results)))
         for value, k in keys.items():
@@ -316,8 +318,7 @@ class Codegen:
         stores: dict[int, list[int]] = {}
 
         def local(k: str, box: Box, b: int) -> LocalTensor:
-            dims = slicing.sizes(box)
-            return LocalTensor(base[b][k], dtypes[k], shape4(dims), dims)
+            return local_tensor(base[b][k], dtypes[k], box)
 
         def emit_loads(s: int) -> None:
             b = s % buffers
@@ -347,7 +348,7 @@ class Codegen:
                     elif (index, i) in step.copies:
                         held, read = step.boxes[k], step.copies[index, i]
                         dims = slicing.sizes(read)
-                        part = LocalTensor(copy_base[b][index, i], dtypes[k], shape4(dims), dims)
+                        part = local_tensor(copy_base[b][index, i], dtypes[k], read)
                         starts = [r[0] - h[0] for r, h in zip(read, held, strict=True)]
                         attrs = {"axes": [0, 1, 2, 3], "starts": starts,
                                  "ends": [a + d for a, d in zip(starts, dims, strict=True)], "steps": [1, 1, 1, 1]}
@@ -484,14 +485,8 @@ class Codegen:
     # compute ops ---------------------------------------------------------------------------
 
     def _compute(self, op: Operation, kind: str, attrs: dict[str, Any], layer: str) -> None:
-        operands: list[SSAValue | None] = [None if _is_none(v) else v for v in op.operands]
-        shape = OpShape(
-            kind,
-            attrs,
-            tuple(None if v is None else self.places[v].shape for v in operands),
-            tuple(v is not None and isinstance(v.owner, Operation) and v.owner.name == "top.weight" for v in operands),
-            tuple(self.places[r].shape for r in op.results),
-        )
+        operands: list[SSAValue | None] = [None if is_none(v) else v for v in op.operands]
+        shape = self._op_shape(op, kind, attrs)
         dtypes = [None if v is None else self.places[v].dtype for v in operands]
         result_dtypes = [self.places[r].dtype for r in op.results]
         slices, buffers = self._slices(op, shape, dtypes, result_dtypes, layer)
@@ -499,7 +494,7 @@ class Codegen:
             i for i, v in enumerate(operands)
             if v is not None and shape.constants[i] and all(s.operands[i] == slices[0].operands[i] for s in slices)
         ]
-        self._emit_slices(op, kind, operands, slices, resident, layer, dtypes, result_dtypes, buffers)
+        self._emit_slices(op, shape, operands, slices, resident, layer, dtypes, result_dtypes, buffers)
 
     def _slices(self, op: Operation, shape: OpShape, dtypes, result_dtypes, layer: str) -> tuple[list[slicing.SlicePlan], int]:
         """Few slices whose working set fits local memory, and the buffers per streamed
@@ -543,12 +538,9 @@ class Codegen:
         boxes = [tuple(combo) for combo in _product(pieces)]
         return [slicing.plan(shape, box) for box in boxes]
 
-    def _lane_bytes(self, dtype: str, box: Box, constant: bool = False) -> int:
-        tensor = LocalTensor(0, dtype, shape4(slicing.sizes(box), constant), slicing.sizes(box))
-        return tensor.lane_bytes(self.chip.npu_num, self.chip.eu_bytes)
-
     def _footprint(self, shape: OpShape, plans: list[slicing.SlicePlan], dtypes, result_dtypes, buffers: int) -> int:
         """Bytes per lane the slices need: resident constants once, the rest `buffers` times."""
+        lane_bytes = _LocalAllocator(self.chip).lane_bytes
         streamed = 0
         resident = 0
         for i, operand in enumerate(shape.operands):
@@ -556,7 +548,7 @@ class Codegen:
                 continue
             dtype = dtypes[i]
             biggest = max(
-                self._lane_bytes(dtype, p.operands[i], shape.constants[i]) for p in plans if p.operands[i] is not None
+                lane_bytes(dtype, p.operands[i], shape.constants[i]) for p in plans if p.operands[i] is not None
             )
             same = all(p.operands[i] == plans[0].operands[i] for p in plans)
             if shape.constants[i] and same:
@@ -564,10 +556,11 @@ class Codegen:
             else:
                 streamed += biggest
         for j in range(len(shape.results)):
-            streamed += max(self._lane_bytes(result_dtypes[j], p.outputs[j]) for p in plans)
+            streamed += max(lane_bytes(result_dtypes[j], p.outputs[j]) for p in plans)
         return resident + buffers * streamed
 
-    def _emit_slices(self, op, kind, operands, slices, resident, layer, dtypes, result_dtypes, buffers) -> None:
+    def _emit_slices(self, op, shape, operands, slices, resident, layer, dtypes, result_dtypes, buffers) -> None:
+        kind, constant = shape.kind, shape.constants
         chip = self.chip
         program = self.program
         alloc = _LocalAllocator(chip)
@@ -582,15 +575,10 @@ class Codegen:
             src = self.places[operands[i]].view().box(*_starts_sizes(box))
             resident_loads.append(program.emit(DmaLoad, src, local, layer=layer))
         streamed = [i for i, v in enumerate(operands) if v is not None and i not in resident]
-        constant = [v is not None and isinstance(v.owner, Operation) and v.owner.name == "top.weight" for v in operands]
         sizes_in = {i: max(alloc.lane_bytes(dtypes[i], s.operands[i], constant[i]) for s in slices) for i in streamed}
         sizes_out = [max(alloc.lane_bytes(result_dtypes[j], s.outputs[j]) for s in slices) for j in range(len(op.results))]
         bases_in = [{i: alloc.reserve(sizes_in[i]) for i in streamed} for _ in range(buffers)]
         bases_out = [[alloc.reserve(size) for size in sizes_out] for _ in range(buffers)]
-
-        def local_at(base: int, dtype: str, box: Box, is_constant: bool = False) -> LocalTensor:
-            dims = slicing.sizes(box)
-            return LocalTensor(base, dtype, shape4(dims, is_constant), dims)
 
         loads: dict[int, list[int]] = {}
         computes: dict[int, int] = {}
@@ -606,7 +594,7 @@ class Codegen:
                 box = plan.operands[i]
                 assert box is not None
                 src = self.places[operands[i]].view().box(*_starts_sizes(box))
-                local = local_at(bases_in[b][i], dtypes[i], box, constant[i])
+                local = local_tensor(bases_in[b][i], dtypes[i], box, constant[i])
                 ids.append(program.emit(DmaLoad, src, local, deps=deps, layer=layer))
             loads[k] = ids
 
@@ -630,8 +618,8 @@ class Codegen:
                 else:
                     box = plan.operands[i]
                     assert box is not None
-                    inputs.append(local_at(bases_in[b][i], dtypes[i], box, constant[i]))
-            outputs = tuple(local_at(bases_out[b][j], result_dtypes[j], plan.outputs[j]) for j in range(len(op.results)))
+                    inputs.append(local_tensor(bases_in[b][i], dtypes[i], box, constant[i]))
+            outputs = tuple(local_tensor(bases_out[b][j], result_dtypes[j], plan.outputs[j]) for j in range(len(op.results)))
             deps = [*loads[k], *resident_loads, *stores.get(k - buffers, [])]
             share = int(np.prod(slicing.sizes(plan.outputs[0]))) / total_out
             computes[k] = program.emit(
@@ -663,16 +651,6 @@ def _product(pieces: list[list[tuple[int, int]]]):
     import itertools
 
     return itertools.product(*pieces)
-
-
-def _is_weight(value: SSAValue) -> bool:
-    owner = value.owner
-    return isinstance(owner, Operation) and owner.name == "top.weight"
-
-
-def _is_none(value: SSAValue) -> bool:
-    owner = value.owner
-    return isinstance(owner, Operation) and owner.name == "top.none"
 
 
 def _strided_view(index: np.ndarray) -> tuple[int, tuple[int, ...], tuple[int, ...]] | None:
@@ -748,6 +726,12 @@ def _macs(kind: str, op: Operation) -> int:
     return int(np.prod(out)) * per_output
 
 
+def local_tensor(addr: int, dtype: str, box: Box, constant: bool = False) -> LocalTensor:
+    """The local tensor holding `box` at lane address `addr`, in the lane layout (`shape4`)."""
+    dims = slicing.sizes(box)
+    return LocalTensor(addr, dtype, shape4(dims, constant), dims)
+
+
 class _LocalAllocator:
     """Lane addresses handed out in order, each aligned to the execution units."""
 
@@ -758,8 +742,7 @@ class _LocalAllocator:
     def lane_bytes(self, dtype: str, box: Box | None, constant: bool = False) -> int:
         if box is None:
             return 0
-        dims = slicing.sizes(box)
-        return LocalTensor(0, dtype, shape4(dims, constant), dims).lane_bytes(self.chip.npu_num, self.chip.eu_bytes)
+        return local_tensor(0, dtype, box, constant).lane_bytes(self.chip.npu_num, self.chip.eu_bytes)
 
     def reserve(self, size: int) -> int:
         addr = self.next
@@ -769,9 +752,7 @@ class _LocalAllocator:
         return addr
 
     def tensor(self, dtype: str, box: Box, constant: bool = False) -> LocalTensor:
-        dims = slicing.sizes(box)
-        size = self.lane_bytes(dtype, box, constant)
-        return LocalTensor(self.reserve(size), dtype, shape4(dims, constant), dims)
+        return local_tensor(self.reserve(self.lane_bytes(dtype, box, constant)), dtype, box, constant)
 
 
 def codegen(

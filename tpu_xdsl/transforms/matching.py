@@ -24,6 +24,12 @@ from tpu_xdsl.dialects.attr_values import from_py, to_py
 from tpu_xdsl.weights import WeightFileError, weight_name, weights_of
 
 
+def is_none(value: SSAValue) -> bool:
+    """Whether `value` is an absent operand (the result of a `top.none`)."""
+    owner = value.owner
+    return isinstance(owner, Operation) and owner.name == "top.none"
+
+
 def producer(value: SSAValue, *kinds: str) -> Operation | None:
     """The op defining `value` when it is a `top.<kind>` of `kinds` without a fused
     ReLU (which makes it a different function), else None."""

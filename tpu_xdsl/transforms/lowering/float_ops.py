@@ -24,6 +24,7 @@ from tpu_xdsl.transforms.lowering.context import (
     is_float_tensor,
     storage_dtype,
 )
+from tpu_xdsl.weights import is_weight
 
 # Element types TPU tensors may hold.
 _TPU_ELEMENTS = {"float32", "float16", "bfloat16", "int8", "uint8", "int16", "int32"}
@@ -75,8 +76,7 @@ class FloatOpLowering(RewritePattern):
         rewriter.replace(op, new)
 
     def operand(self, value: SSAValue, dtype: np.dtype) -> SSAValue:
-        owner = value.owner
-        if isinstance(owner, Operation) and owner.name == "top.weight":
+        if is_weight(value):
             return self.ctx.float_weight(value, dtype)
         return self.ctx.as_float(value, dtype)
 

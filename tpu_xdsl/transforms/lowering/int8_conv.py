@@ -33,15 +33,10 @@ from tpu_xdsl.transforms.lowering.int8_common import (
     requant_attrs,
     zero_point_attrs,
 )
-from tpu_xdsl.transforms.matching import attr, shape
+from tpu_xdsl.transforms.matching import attr, is_none, shape
 
 # Weight scales are at least |bias| / 2^30: the int32 bias then leaves room for the sum.
 _BIAS_LIMIT = float(1 << 30)
-
-
-def _is_none(value: SSAValue) -> bool:
-    owner = value.owner
-    return isinstance(owner, Operation) and owner.name == "top.none"
 
 
 def _quantize_int8(w: np.ndarray, scale: np.ndarray) -> np.ndarray:
@@ -88,8 +83,8 @@ class _WeightedPattern(Int8Pattern):
         if w is None:
             self.ctx.decline(op, f"its filter '{value_name(filter_)}' is not a constant")
             return None
-        b = None if _is_none(bias) else self.ctx.weight_array(bias)
-        if b is None and not _is_none(bias):
+        b = None if is_none(bias) else self.ctx.weight_array(bias)
+        if b is None and not is_none(bias):
             self.ctx.decline(op, f"its bias '{value_name(bias)}' is not a constant")
             return None
         x = self.ctx.as_int8(data, op, channels=self.takes_channels(op))
@@ -200,7 +195,7 @@ class MatMulInt8(_WeightedPattern):
         w = self.ctx.weight_array(right)
         if w is not None:
             columns = w.shape[-2 if attr(op, "right_transpose", False) else -1]
-            b = None if _is_none(bias) else self.ctx.weight_array(bias)
+            b = None if is_none(bias) else self.ctx.weight_array(bias)
             if b is not None and b.size not in (1, columns):
                 self.ctx.decline(op, f"its bias has {b.size} values for {columns} output columns")
                 return None
@@ -209,8 +204,8 @@ class MatMulInt8(_WeightedPattern):
 
     def lower_activations(self, op: Operation) -> Operation | None:
         bias = op.bias  # type: ignore[attr-defined]
-        b = None if _is_none(bias) else self.ctx.weight_array(bias)
-        if b is None and not _is_none(bias):
+        b = None if is_none(bias) else self.ctx.weight_array(bias)
+        if b is None and not is_none(bias):
             self.ctx.decline(op, f"its bias '{value_name(bias)}' is not a constant")
             return None
         a = self.ctx.as_int8(op.input, op)  # type: ignore[attr-defined]
