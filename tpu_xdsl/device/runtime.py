@@ -19,6 +19,7 @@ from tpu_xdsl.device.isa import DdrView, numpy_dtype
 from tpu_xdsl.device.model_file import IoDesc, TensorDesc, TpuModel
 from tpu_xdsl.device.simulator import Device, Timeline
 from tpu_xdsl.errors import TpuXdslError
+from tpu_xdsl.feeds import in_input_order
 from tpu_xdsl.quant import ChannelQParams, QParams
 
 
@@ -48,17 +49,7 @@ def real_value(desc: IoDesc | TensorDesc, value: np.ndarray) -> np.ndarray:
 
 
 def _arrange(model: TpuModel, inputs: Mapping[str, np.ndarray]) -> list[np.ndarray]:
-    names = [d.name for d in model.inputs]
-    if len(inputs) == 1 and len(names) == 1 and names[0] not in inputs:
-        given = list(inputs.values())
-    else:
-        missing = [n for n in names if n not in inputs]
-        if missing:
-            raise DeviceInputError(
-                f"missing input(s) {', '.join(missing)}; the model's inputs are {', '.join(names)} "
-                f"(given: {', '.join(inputs) or 'none'})"
-            )
-        given = [inputs[n] for n in names]
+    given = in_input_order([d.name for d in model.inputs], inputs, DeviceInputError)
     arranged = []
     for desc, value in zip(model.inputs, given, strict=True):
         value = np.asarray(value)
@@ -95,8 +86,9 @@ class LoadedModel:
     def run(self, inputs: Mapping[str, np.ndarray], dump_all: bool = False) -> RunResult:
         """DDR cleared, coefficients and inputs written, the program run, outputs read."""
         model, device = self.model, self.device
-        device.ddr[:] = 0
-        device.ddr[: len(model.coefficients)] = np.frombuffer(model.coefficients, dtype=np.uint8)
+        coefficients = len(model.coefficients)
+        device.ddr[:coefficients] = np.frombuffer(model.coefficients, dtype=np.uint8)
+        device.ddr[coefficients:] = 0
         for desc, value in zip(model.inputs, _arrange(model, inputs), strict=True):
             device.write_ddr(_whole(desc), value, f"input '{desc.name}'")
         tensors: dict[str, np.ndarray] = {}

@@ -13,6 +13,7 @@ from xdsl.interpreters.func import FuncFunctions
 from xdsl.ir import Operation
 
 from tpu_xdsl.errors import TpuXdslError
+from tpu_xdsl.feeds import in_input_order
 from tpu_xdsl.quant import ChannelQParams, QParams
 
 
@@ -87,16 +88,7 @@ def arrange_inputs(module: ModuleOp, inputs: Mapping[str, np.ndarray]) -> list[n
     names = input_names(module)
     main = main_func(module)
     arg_types = main.function_type.inputs.data
-    if len(inputs) == 1 and len(names) == 1 and names[0] not in inputs:
-        values = list(inputs.values())
-    else:
-        missing = [n for n in names if n not in inputs]
-        if missing:
-            raise InputMismatchError(
-                f"missing input(s) {', '.join(missing)}; the model's inputs are "
-                f"{', '.join(names)} (given: {', '.join(inputs) or 'none'})"
-            )
-        values = [inputs[n] for n in names]
+    values = in_input_order(names, inputs, InputMismatchError)
     from tpu_xdsl.dialects.quant_types import qparams_of
     from tpu_xdsl.interp.dtypes import numpy_dtype
 
