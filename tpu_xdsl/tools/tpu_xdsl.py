@@ -42,22 +42,33 @@ def parse_input_shapes(text: str | None) -> list[list[int]] | None:
 
 
 def load_inputs(path: str, module, preprocess=None) -> dict:
-    """Model inputs from an .npz (by input name), an .npy (single input), or an image."""
+    """Model inputs from an .npz (by input name), an .npy (single input), or an image
+    (through `preprocess`, or the one the module records)."""
+    from tpu_xdsl.frontend.preprocess import Preprocess
+    from tpu_xdsl.interp.runner import input_names, main_func
+
+    def image(file: Path):
+        pre = preprocess or Preprocess.from_module(module) or Preprocess()
+        shape = main_func(module).function_type.inputs.data[0].get_shape()  # type: ignore[attr-defined]
+        return pre.load_image(file, shape)
+
+    return read_input_file(path, input_names(module), image)
+
+
+def read_input_file(path: str, names: list[str], image) -> dict:
+    """Arrays by input name from an .npz, an .npy (the first input), or an image file that
+    `image(file)` turns into the single input."""
     import numpy as np
 
-    from tpu_xdsl.frontend.preprocess import Preprocess, is_image
-    from tpu_xdsl.interp.runner import input_names, main_func
+    from tpu_xdsl.frontend.preprocess import is_image
 
     file = Path(path)
     if not file.is_file():
         raise UsageError(f"{path}: no such input file")
-    names = input_names(module)
     if is_image(file):
-        pre = preprocess or Preprocess.from_module(module) or Preprocess()
         if len(names) != 1:
             raise UsageError(f"{path}: an image can feed a single-input model; this one has {len(names)} inputs")
-        shape = main_func(module).function_type.inputs.data[0].get_shape()  # type: ignore[attr-defined]
-        return {names[0]: pre.load_image(file, shape)}
+        return {names[0]: image(file)}
     try:
         if file.suffix == ".npy":
             return {names[0]: np.load(file, allow_pickle=False)}
@@ -188,28 +199,15 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def load_device_inputs(path: str, model) -> dict:
-    """Inputs of a compiled model from an .npz (by input name), an .npy (single input), or an
-    image (through the preprocessing the model recorded)."""
-    import numpy as np
+    """Inputs of a compiled model from an .npz, an .npy or an image (through the
+    preprocessing the model recorded)."""
+    from tpu_xdsl.frontend.preprocess import Preprocess
 
-    from tpu_xdsl.frontend.preprocess import Preprocess, is_image
-
-    file = Path(path)
-    if not file.is_file():
-        raise UsageError(f"{path}: no such input file")
-    names = [d.name for d in model.inputs]
-    if is_image(file):
-        if len(names) != 1:
-            raise UsageError(f"{path}: an image can feed a single-input model; this one has {len(names)} inputs")
+    def image(file: Path):
         pre = Preprocess.from_dict(model.preprocess) if model.preprocess else Preprocess()
-        return {names[0]: pre.load_image(file, model.inputs[0].shape)}
-    try:
-        if file.suffix == ".npy":
-            return {names[0]: np.load(file, allow_pickle=False)}
-        with np.load(file, allow_pickle=False) as npz:
-            return {k: npz[k] for k in npz.files}
-    except (OSError, ValueError) as e:
-        raise UsageError(f"{path}: cannot read inputs ({e}); give an .npz, .npy or image file") from e
+        return pre.load_image(file, model.inputs[0].shape)
+
+    return read_input_file(path, [d.name for d in model.inputs], image)
 
 
 def _run_device(args: argparse.Namespace) -> int:
