@@ -38,6 +38,15 @@ class ZooModel:
     def path(self) -> Path:
         return package_dir(self.package) / self.relative_path
 
+    def preprocess(self):
+        """The model's preprocessing (a `Preprocess`), as its transform flags give it."""
+        from tpu_xdsl.frontend.preprocess import Preprocess, parse_floats, parse_ints
+
+        return Preprocess(
+            mean=parse_floats(self.mean, "mean"), scale=parse_floats(self.scale, "scale"),
+            pixel_format=self.pixel_format, resize_dims=parse_ints(self.resize_dims, "resize_dims"),
+        )
+
     def transform_flags(self) -> list[str]:
         flags = [
             "--input-shapes", str([list(self.input_shape)]).replace(" ", ""),
@@ -182,7 +191,6 @@ def lower_model(name: str, folder: Path, mode: str, chip: str, samples: int = 16
     from tpu_xdsl.calibration.calibrator import Options, calibrate
     from tpu_xdsl.calibration.dataset import Dataset, SampleLoader
     from tpu_xdsl.frontend.onnx_importer import import_onnx, load_model
-    from tpu_xdsl.frontend.preprocess import Preprocess
     from tpu_xdsl.tools.tpu_xdsl import save_module
     from tpu_xdsl.transforms.import_calibration import import_calibration
     from tpu_xdsl.transforms.lower_top_to_tpu import lower_top_to_tpu
@@ -193,12 +201,7 @@ def lower_model(name: str, folder: Path, mode: str, chip: str, samples: int = 16
     path, shapes = (light_model_path(name), None) if light else (model(name).path, [list(model(name).input_shape)])
     result = import_onnx(load_model(str(path)), name, shapes)
     if not light:
-        entry = model(name)
-        Preprocess(
-            mean=[float(v) for v in entry.mean.split(",")], scale=[float(v) for v in entry.scale.split(",")],
-            pixel_format=entry.pixel_format,
-            resize_dims=[int(v) for v in entry.resize_dims.split(",")] if entry.resize_dims else None,
-        ).record(result.module)
+        model(name).preprocess().record(result.module)
     attach_weights(result.module, result.weights)
     canonicalize(result.module)
     mlir = folder / f"{name}.mlir"

@@ -12,20 +12,10 @@ import pytest
 
 from tpu_xdsl import zoo
 from tpu_xdsl.frontend.onnx_importer import import_onnx
-from tpu_xdsl.frontend.preprocess import Preprocess
 from tpu_xdsl.interp.compare import compare_tensors
 from tpu_xdsl.interp.runner import TensorCapture, run_module
 from tpu_xdsl.transforms.pipelines import canonicalize
 from tpu_xdsl.weights import attach_weights, weights_of
-
-
-def _preprocess(entry: zoo.ZooModel) -> Preprocess:
-    return Preprocess(
-        mean=[float(v) for v in entry.mean.split(",")],
-        scale=[float(v) for v in entry.scale.split(",")],
-        pixel_format=entry.pixel_format,
-        resize_dims=[int(v) for v in entry.resize_dims.split(",")] if entry.resize_dims else None,
-    )
 
 
 def check_model_on_photos(name: str, photo_count: int, text: bool = False) -> dict[str, float]:
@@ -35,7 +25,7 @@ def check_model_on_photos(name: str, photo_count: int, text: bool = False) -> di
     attach_weights(result.module, result.weights)
     canonicalize(result.module)
     session = ort.InferenceSession(str(entry.path), providers=["CPUExecutionProvider"])
-    pre = _preprocess(entry)
+    pre = entry.preprocess()
     worst: dict[str, float] = {}
     for photo in (zoo.text_photos() if text else zoo.photos())[:photo_count]:
         x = pre.load_image(photo, entry.input_shape)
