@@ -214,8 +214,22 @@ def dequantize_tensor(q: np.ndarray, scale: float | np.ndarray, zero_point: int 
 INT32_MAX = (1 << 31) - 1
 
 
+class _Codes:
+    """The range of the integer codes of a quantization whose storage type is `dtype`."""
+
+    dtype: np.dtype
+
+    @property
+    def qmin(self) -> int:
+        return int(np.iinfo(self.dtype).min)
+
+    @property
+    def qmax(self) -> int:
+        return int(np.iinfo(self.dtype).max)
+
+
 @dataclass(frozen=True)
-class QParams:
+class QParams(_Codes):
     """Uniform quantization of one tensor: real = (q - zero_point) * scale, q in dtype.
 
     Activations are int8 (symmetric, a tensor with negative values), uint8
@@ -231,14 +245,6 @@ class QParams:
         object.__setattr__(self, "scale", float(self.scale))
         object.__setattr__(self, "zero_point", int(self.zero_point))
         object.__setattr__(self, "dtype", np.dtype(self.dtype))
-
-    @property
-    def qmin(self) -> int:
-        return int(np.iinfo(self.dtype).min)
-
-    @property
-    def qmax(self) -> int:
-        return int(np.iinfo(self.dtype).max)
 
     def quantize(self, x: np.ndarray, round_mode: str = "half_away_from_zero") -> np.ndarray:
         return quantize_tensor(x, self.scale, self.zero_point, self.dtype, round_mode)
@@ -322,7 +328,7 @@ def quantize_multipliers(scales: np.ndarray | list[float], bits: int = 31) -> tu
 
 
 @dataclass(frozen=True, eq=False)
-class ChannelQParams:
+class ChannelQParams(_Codes):
     """Symmetric quantization with one scale per channel of axis 1: real = q * scales[c].
 
     The chip keeps channel c in lane c % npu_num, so per-channel factors cost
@@ -336,14 +342,6 @@ class ChannelQParams:
     def __post_init__(self) -> None:
         object.__setattr__(self, "scales", np.asarray(self.scales, dtype=np.float64).reshape(-1))
         object.__setattr__(self, "dtype", np.dtype(self.dtype))
-
-    @property
-    def qmin(self) -> int:
-        return int(np.iinfo(self.dtype).min)
-
-    @property
-    def qmax(self) -> int:
-        return int(np.iinfo(self.dtype).max)
 
     def shaped(self, ndim: int) -> np.ndarray:
         """The scales shaped to broadcast along axis 1 of an `ndim`-d tensor."""

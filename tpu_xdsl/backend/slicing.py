@@ -29,6 +29,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tpu_xdsl.interp.kernels.conv_pool import _spatial_params
+
 Box = tuple[tuple[int, int], ...]
 
 ELEMENTWISE = {
@@ -219,10 +221,7 @@ def _window(op: OpShape, out_box: Box) -> SlicePlan:
     out = op.results[0]
     attrs = dict(op.attrs)
     spatial = len(out) - 2
-    kernel = list(attrs["kernel_shape"])
-    strides = list(attrs.get("strides") or [1] * spatial)
-    dilations = list(attrs.get("dilations") or [1] * spatial)
-    pads = list(attrs.get("pads") or [0] * (2 * spatial))
+    kernel, strides, pads, dilations = _spatial_params(attrs, spatial)
     (n0, nn), (c0, cn) = out_box[0], out_box[1]
     in_box = [(n0, nn), (0, x_shape[1])] + [(0, d) for d in x_shape[2:]]
     group = int(attrs.get("group", 1))
@@ -255,10 +254,7 @@ def _deconv(op: OpShape, out_box: Box) -> SlicePlan:
     (n0, nn), (c0, cn) = out_box[0], out_box[1]
     in_box = [(n0, nn)] + [(0, d) for d in x_shape[1:]]
     if spatial == 2 and out_box[2] != (0, out[2]):
-        kernel = list(attrs["kernel_shape"])
-        strides = list(attrs.get("strides") or [1] * spatial)
-        dilations = list(attrs.get("dilations") or [1] * spatial)
-        pads = list(attrs.get("pads") or [0] * (2 * spatial))
+        kernel, strides, pads, dilations = _spatial_params(attrs, spatial)
         out_pad = list(attrs.get("output_padding") or [0] * spatial)
         o0, on = out_box[2]
         s, k, d, p = strides[0], kernel[0], dilations[0], pads[0]
