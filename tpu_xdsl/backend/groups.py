@@ -89,11 +89,11 @@ def plan_step(members: Sequence[Member], constants: set[str], anchor_box: Box) -
         except ValueError:
             return None
         plans[index] = plan
-        for key, operand_box in zip(member.operands, plan.operands, strict=True):
-            if key is None or operand_box is None:
+        for key, shape, operand_box in zip(member.operands, member.shape.operands, plan.operands, strict=True):
+            if key is None or shape is None or operand_box is None:
                 continue
             if key in constants:
-                if operand_box != slicing.whole(_shape_of(members, key, index)):
+                if operand_box != slicing.whole(shape):
                     return None  # a constant read in parts: not resident
                 continue
             needs.setdefault(key, []).append(operand_box)
@@ -107,13 +107,6 @@ def plan_step(members: Sequence[Member], constants: set[str], anchor_box: Box) -
             if key is not None and key not in constants and read is not None and read != boxes[key]:
                 step.copies[index, i] = read
     return step
-
-
-def _shape_of(members: Sequence[Member], key: str, index: int) -> tuple[int, ...]:
-    member = members[index]
-    shape = member.shape.operands[member.operands.index(key)]
-    assert shape is not None
-    return shape
 
 
 def plan_steps(members: Sequence[Member], constants: set[str], n_slices: int, h_slices: int) -> list[Step] | None:
