@@ -128,7 +128,7 @@ def small_model(path: Path) -> Path:
 def save_top(onnx_path: Path, mlir_path: Path, preprocess=None) -> Path:
     """Import an ONNX model and write the TOP .mlir + weights as `tpu-xdsl transform` does."""
     from tpu_xdsl.frontend.onnx_importer import import_onnx
-    from tpu_xdsl.tools.tpu_xdsl import save_module
+    from tpu_xdsl.ir_io import save_module
 
     result = import_onnx(onnx_path)
     if preprocess is not None:

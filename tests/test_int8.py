@@ -25,8 +25,14 @@ from tpu_xdsl.frontend.onnx_importer import import_onnx
 from tpu_xdsl.interp.compare import compare_tensors
 from tpu_xdsl.interp.kernels import ResultSpec, load_all
 from tpu_xdsl.interp.kernels.int8 import INT8_KERNELS
-from tpu_xdsl.interp.runner import ModuleRunner, TensorCapture, real_values, tensor_names
+from tpu_xdsl.interp.runner import (
+    ModuleRunner,
+    TensorCapture,
+    real_values,
+    tensor_names,
+)
 from tpu_xdsl.interp.top_interpreter import result_specs
+from tpu_xdsl.ir_io import save_module
 from tpu_xdsl.quant import (
     QParams,
     activation_qparams,
@@ -34,7 +40,6 @@ from tpu_xdsl.quant import (
     quantize_multipliers,
     weight_scales,
 )
-from tpu_xdsl.tools.tpu_xdsl import save_module
 from tpu_xdsl.transforms.import_calibration import import_calibration
 from tpu_xdsl.transforms.lower_top_to_tpu import lower_top_to_tpu
 from tpu_xdsl.transforms.pipelines import canonicalize

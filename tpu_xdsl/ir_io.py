@@ -72,3 +72,16 @@ def _first_line(message: str) -> str:
         if "does not verify" in text or "error" in text.lower() or "expected" in text.lower():
             return text
     return message.strip().splitlines()[0] if message.strip() else message
+
+
+def save_module(module: ModuleOp, mlir_path: Path, weights) -> None:
+    """Write the `.mlir` and its weight file (`<stem>_weights.npz`) atomically, weights first."""
+    from io import StringIO
+
+    from tpu_xdsl.weights import attach_weights, save_weights, write_atomic
+
+    attach_weights(module, weights)
+    save_weights(module, mlir_path.with_name(f"{mlir_path.stem}_weights.npz"))
+    text = StringIO()
+    write_module(module, text)
+    write_atomic(mlir_path, lambda f: f.write(text.getvalue()))

@@ -110,7 +110,8 @@ def deploy(args: argparse.Namespace) -> int:
         real_values,
         tensor_names,
     )
-    from tpu_xdsl.tools.tpu_xdsl import UsageError, load_inputs, save_module
+    from tpu_xdsl.ir_io import save_module
+    from tpu_xdsl.tools.tpu_xdsl import UsageError, load_inputs
     from tpu_xdsl.transforms.import_calibration import (
         CALIBRATED_STATE,
         import_calibration,

@@ -78,20 +78,6 @@ def read_input_file(path: str, names: list[str], image) -> dict:
         raise UsageError(f"{path}: cannot read inputs ({e}); give an .npz, .npy or image file") from e
 
 
-def save_module(module, mlir_path: Path, weights) -> None:
-    """Write the `.mlir` and its weight file (`<stem>_weights.npz`) atomically, weights first."""
-    from io import StringIO
-
-    from tpu_xdsl.ir_io import write_module
-    from tpu_xdsl.weights import attach_weights, save_weights, write_atomic
-
-    attach_weights(module, weights)
-    save_weights(module, mlir_path.with_name(f"{mlir_path.stem}_weights.npz"))
-    text = StringIO()
-    write_module(module, text)
-    write_atomic(mlir_path, lambda f: f.write(text.getvalue()))
-
-
 def _progress(total: int, desc: str):
     from tqdm import tqdm
 
@@ -108,6 +94,7 @@ def _transform(args: argparse.Namespace) -> int:
     from tpu_xdsl.frontend.reference import run_reference
     from tpu_xdsl.interp.compare import Tolerance, compare_all, format_table, summarize
     from tpu_xdsl.interp.runner import TensorCapture, run_module
+    from tpu_xdsl.ir_io import save_module
     from tpu_xdsl.transforms.pipelines import canonicalize
     from tpu_xdsl.weights import weights_of, write_npz_atomic
 
