@@ -37,6 +37,7 @@ from tpu_xdsl.device.model_file import (
     FORMAT_VERSION,
     INSTRUCTION_FIELDS,
     LOCAL_TENSOR_FIELDS,
+    GroupDesc,
     IoDesc,
     ModelFileError,
     TensorDesc,
@@ -81,15 +82,21 @@ def every_instruction() -> list[Instruction]:
         DmaLoad(0, src=DdrView(64, "bfloat16", (1, 4, 2, 3), (24, 6, 3, 1)), dst=x, layer="input"),
         # zero strides broadcast, negative ones walk backwards
         DmaCopy(1, src=DdrView(512, "int8", (4, 3), (0, -1)), dst=DdrView(1024, "int8", (4, 3), (3, 1))),
-        DmaFill(2, dst=DdrView(2048, "float32", (2, 5), (5, 1)), value=-math.inf, deps=(1,), layer="pad ✓"),
+        DmaFill(2, dst=DdrView(2048, "float32", (2, 5), (5, 1)), value=-math.inf, deps=(1,), layer="pad ✓", group=1),
         DmaFill(3, dst=DdrView(4096, "uint8", (), ()), value=7, deps=(2,)),
-        DmaLoad(4, src=DdrView(1024, "int8", (4, 4, 1, 1), (4, 1, 1, 1)), dst=w, deps=(1,), layer="/conv/Conv"),
+        # a layer group of two ops (GROUPS[0])
+        DmaLoad(4, src=DdrView(1024, "int8", (4, 4, 1, 1), (4, 1, 1, 1)), dst=w, deps=(1,), layer="/conv/Relu",
+                group=0),
         Compute(5, kind="conv", inputs=(x, w, None), outputs=(y,), attrs=ATTRS, deps=(0, 4), layer="/conv/Conv",
-                macs=96),
-        Compute(6, kind="relu", inputs=(y,), outputs=(y,), attrs={}, deps=(5,), layer="/conv/Relu"),
-        DmaStore(7, src=y, dst=DdrView(8192, "float32", (1, 4, 2, 3), (24, 1, 12, 4)), deps=(6,), layer="/conv/Relu"),
+                macs=96, group=0),
+        Compute(6, kind="relu", inputs=(y,), outputs=(y,), attrs={}, deps=(5,), layer="/conv/Relu", group=0),
+        DmaStore(7, src=y, dst=DdrView(8192, "float32", (1, 4, 2, 3), (24, 1, 12, 4)), deps=(6,), layer="/conv/Relu",
+                 group=0),
         Compute(8, kind="cast", inputs=(), outputs=(local(512, "int16", (2, 1)),), attrs={"x": 1}, macs=2**40),
     ]
+
+
+GROUPS = [GroupDesc("/conv/Relu", ("/conv/Conv", "/conv/Relu"), 2, 3), GroupDesc("pad ✓", ("pad ✓",), 1, 1)]
 
 
 def small_model(**changes: Any) -> TpuModel:
@@ -109,6 +116,7 @@ def small_model(**changes: Any) -> TpuModel:
             TensorDesc("/conv/Conv_output_0", (1, 4, 2, 3), "int8", 9000, 7, 0.1, 2),
             TensorDesc("/conv/Relu_output_0", (), "float32", 9100, 8, scales=(1.5,)),
         ],
+        groups=list(GROUPS),
     )
     return replace(model, **changes)
 
@@ -193,6 +201,8 @@ def test_round_trip_of_every_instruction_type_is_exact(tmp_path: Path):
     assert loaded.instructions[5].inputs[2] is None  # type: ignore[attr-defined]
     assert loaded.coefficients == model.coefficients and type(loaded.coefficients) is bytes
     assert repr(loaded.inputs + loaded.outputs + loaded.tensors) == repr(model.inputs + model.outputs + model.tensors)
+    assert loaded.groups == GROUPS and type(loaded.groups[0].ops) is tuple
+    assert [i.group for i in loaded.instructions] == [-1, -1, 1, -1, 0, 0, 0, 0, -1]
 
 
 def test_nan_round_trips_as_nan(tmp_path: Path):
@@ -229,7 +239,7 @@ def test_the_byte_layout_is_the_documented_one(tmp_path: Path):
     save_model(model, path)
     data = path.read_bytes()
     magic, version, header_length, blob_length, digest = struct.unpack_from("<8sIQQ32s", data)
-    assert (magic, version) == (b"TPUMODEL", 1)
+    assert (magic, version) == (b"TPUMODEL", 2)
     assert 60 + header_length + blob_length == len(data)
     assert (60 + header_length) % 64 == 0  # the blob is 64-byte aligned
     header, blob = data[60 : 60 + header_length], data[60 + header_length :]
@@ -239,18 +249,22 @@ def test_the_byte_layout_is_the_documented_one(tmp_path: Path):
     parsed = json.loads(text)
     assert parsed["instruction_count"] == len(parsed["instructions"]) == 9
     assert (parsed["name"], parsed["chip"], parsed["mode"], parsed["ddr_bytes"]) == ("toy", "bm1684x", "INT8", 1 << 34)
-    assert parsed["layers"] == ["input", "", "pad ✓", "/conv/Conv", "/conv/Relu"]
+    assert parsed["layers"] == ["input", "", "pad ✓", "/conv/Relu", "/conv/Conv"]
+    assert parsed["groups"] == [
+        {"name": "/conv/Relu", "ops": ["/conv/Conv", "/conv/Relu"], "n_slices": 2, "h_slices": 3},
+        {"name": "pad ✓", "ops": ["pad ✓"], "n_slices": 1, "h_slices": 1},
+    ]
     # one instruction per line, its fields by position as the `fields` table says
     lines = text.splitlines()
     start = lines.index('"instructions":[') + 1
     assert json.loads(lines[start + 1].rstrip(",")) == [
-        "DmaCopy", 1, [], 1, [512, "int8", [4, 3], [0, -1]], [1024, "int8", [4, 3], [3, 1]]
+        "DmaCopy", 1, [], 1, -1, [512, "int8", [4, 3], [0, -1]], [1024, "int8", [4, 3], [3, 1]]
     ]
-    assert parsed["fields"]["DmaCopy"] == ["op", "id", "deps", "layer", "src", "dst"]
+    assert parsed["fields"]["DmaCopy"] == ["op", "id", "deps", "layer", "group", "src", "dst"]
     compute = parsed["instructions"][5]
-    assert compute[:5] == ["Compute", 5, [0, 4], 3, "conv"] and compute[6][0][:2] == [256, "float32"]
-    assert compute[5][2] is None and parsed["attrs"][compute[7]]["max"] == {"$float": "inf"}
-    assert parsed["instructions"][2][5] == {"$float": "-inf"}
+    assert compute[:6] == ["Compute", 5, [0, 4], 4, 0, "conv"] and compute[7][0][:2] == [256, "float32"]
+    assert compute[6][2] is None and parsed["attrs"][compute[8]]["max"] == {"$float": "inf"}
+    assert parsed["instructions"][2][4:] == [1, [2048, "float32", [2, 5], [5, 1]], {"$float": "-inf"}]
     assert "Infinity" not in text and "NaN" not in text  # strict JSON: any parser reads it
 
 
@@ -311,11 +325,30 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary_file(tmp_path: Path
         (DmaFill(0, dst=DdrView(0, "int4", (1,), (1,)), value=0.0), "dst: dtype: unknown dtype 'int4'"),
         (DmaFill(0, dst=DdrView(0, "int8", (1,), (1,)), value="0"), "value: expected a number"),
         (DmaLoad(1, src=DdrView(0, "int8", (1,), (1,)), dst=local(0, "int8", (1, 1))), "has id 1"),
+        (DmaFill(0, dst=DdrView(0, "int8", (1,), (1,)), value=0, group=2),
+         "instruction 0 (DmaFill): group 2 is neither -1 nor an index of `groups`"),
+        (DmaFill(0, dst=DdrView(0, "int8", (1,), (1,)), value=0, group=-2), "group -2 is neither"),
+        (DmaFill(0, dst=DdrView(0, "int8", (1,), (1,)), value=0, group=np.int64(0)), "group: expected an integer"),
     ],
 )
 def test_save_refuses_what_load_would_refuse_or_not_load_back_equal(tmp_path: Path, instruction, fragment):
     with pytest.raises(ValueError, match="cannot save") as info:
         save_model(small_model(instructions=[instruction]), tmp_path / "m.tpumodel")
+    assert fragment in str(info.value)
+    assert not (tmp_path / "m.tpumodel").exists()
+
+
+@pytest.mark.parametrize(
+    "group, fragment",
+    [
+        (GroupDesc("g", ("a", 3), 1, 1), "groups[2].ops: expected a list of strings"),  # type: ignore[arg-type]
+        (GroupDesc("g", ("a",), 0, 4), "groups[2]: 0 x 4 slices; both must be at least 1"),
+        (GroupDesc("g", ("a",), 1, True), "groups[2].h_slices: expected an integer"),
+    ],
+)
+def test_save_refuses_a_bad_group(tmp_path: Path, group: GroupDesc, fragment: str):
+    with pytest.raises(ValueError, match="cannot save") as info:
+        save_model(small_model(groups=[*GROUPS, group]), tmp_path / "m.tpumodel")
     assert fragment in str(info.value)
     assert not (tmp_path / "m.tpumodel").exists()
 
@@ -351,12 +384,12 @@ def test_too_short_for_the_fixed_header(saved: Path, size: int):
     assert_one_line_error(saved, "not a .tpumodel file, or truncated", f"{size} bytes", "60-byte fixed header")
 
 
-@pytest.mark.parametrize("version", [0, 2, 0xFFFFFFFF])
+@pytest.mark.parametrize("version", [0, 1, 3, 0xFFFFFFFF])
 def test_a_version_this_code_does_not_read(saved: Path, version: int):
     data = bytearray(saved.read_bytes())
     struct.pack_into("<I", data, 8, version)
     saved.write_bytes(bytes(data))
-    assert_one_line_error(saved, f"version {version} .tpumodel", "reads version 1", "recompile", "tpu-xdsl deploy")
+    assert_one_line_error(saved, f"version {version} .tpumodel", "reads version 2", "recompile", "tpu-xdsl deploy")
 
 
 @pytest.mark.parametrize("keep", [60, 200, -100, -1])
@@ -459,26 +492,35 @@ def _set(path: list[Any], value: Any):
         (_set(["instruction_count"], 8), "instruction_count is 8 but there are 9 instructions"),
         (_set(["fields", "DmaLoad"], ["op", "id"]), "`fields` table differs"),
         (_set(["instructions", 4, 0], "DmaPrefetch"), "instruction 4: not an instruction: ['DmaPrefetch'"),
-        (_set(["instructions", 4, 4], [1, "int8"]), "instruction 4 (DmaLoad): src: expected [addr, dtype, shape, strides]"),
-        (_set(["instructions", 4, 4, 0], -1.5), "instruction 4 (DmaLoad): src: addr: expected an integer, got -1.5"),
-        (_set(["instructions", 1, 4, 3], [1]), "instruction 1 (DmaCopy): src: 2 dims but 1 strides"),
-        (_set(["instructions", 4, 5, 1], "int4"), "instruction 4 (DmaLoad): dst: dtype: unknown dtype 'int4'"),
-        (_set(["instructions", 4, 5, 2], [1, 2, 3]), "dst: shape4 has 3 dims, not 4"),
-        (_set(["instructions", 4, 5, 4], 1), "dst: eu_align is 1, not true or false"),
-        (_set(["instructions", 5, 5], "x"), "instruction 5 (Compute): inputs: expected a list"),
-        (_set(["instructions", 5, 6], [None]), "instruction 5 (Compute): outputs: expected [addr"),
-        (_set(["instructions", 5, 7], 99), "instruction 5 (Compute): attrs 99 is not an index of `attrs`"),
+        (_set(["instructions", 4, 5], [1, "int8"]), "instruction 4 (DmaLoad): src: expected [addr, dtype, shape, strides]"),
+        (_set(["instructions", 4, 5, 0], -1.5), "instruction 4 (DmaLoad): src: addr: expected an integer, got -1.5"),
+        (_set(["instructions", 1, 5, 3], [1]), "instruction 1 (DmaCopy): src: 2 dims but 1 strides"),
+        (_set(["instructions", 4, 6, 1], "int4"), "instruction 4 (DmaLoad): dst: dtype: unknown dtype 'int4'"),
+        (_set(["instructions", 4, 6, 2], [1, 2, 3]), "dst: shape4 has 3 dims, not 4"),
+        (_set(["instructions", 4, 6, 4], 1), "dst: eu_align is 1, not true or false"),
+        (_set(["instructions", 5, 6], "x"), "instruction 5 (Compute): inputs: expected a list"),
+        (_set(["instructions", 5, 7], [None]), "instruction 5 (Compute): outputs: expected [addr"),
+        (_set(["instructions", 5, 8], 99), "instruction 5 (Compute): attrs 99 is not an index of `attrs`"),
         (_set(["instructions", 5, 3], 99), "instruction 5 (Compute): layer 99 is not an index of `layers`"),
         (_set(["instructions", 2, 2], [True]), "instruction 2 (DmaFill): deps: expected a list of integers"),
-        (_set(["instructions", 2, 5], None), "instruction 2 (DmaFill): value: expected a number, got None"),
-        (_set(["instructions", 2, 5], {"$float": "Infinity"}), "{'$float': 'Infinity'}: expected 'inf'"),
-        (_set(["instructions", 3], ["DmaFill", 3, [2]]), "instruction 3 (DmaFill): 3 fields, not 6"),
+        (_set(["instructions", 2, 6], None), "instruction 2 (DmaFill): value: expected a number, got None"),
+        (_set(["instructions", 2, 6], {"$float": "Infinity"}), "{'$float': 'Infinity'}: expected 'inf'"),
+        (_set(["instructions", 3], ["DmaFill", 3, [2]]), "instruction 3 (DmaFill): 3 fields, not 7"),
         (_set(["attrs", 0], [1]), "attrs[0]: expected an object"),
         (_set(["layers", 0], 7), "layers: expected a list of strings"),
         (_set(["inputs", 0, "scale"], "0.5"), "inputs[0].scale: expected a number"),
         (lambda h: h["outputs"][1].pop("scales"), "outputs[1]: expected an object with the fields"),
         (_set(["tensors", 0, "written_by"], None), "tensors[0].written_by: expected an integer"),
         (_set(["tensors", 1, "scales"], [1.5, "x"]), "tensors[1].scales: expected a number"),
+        (lambda h: h.pop("groups"), "missing groups"),
+        (_set(["groups"], {}), "groups: expected a list"),
+        (_set(["instructions", 5, 4], 2), "instruction 5 (Compute): group 2 is neither -1 nor an index of `groups`"),
+        (_set(["instructions", 5, 4], None), "instruction 5 (Compute): group: expected an integer"),
+        (_set(["groups", 1], ["pad ✓", ["pad ✓"], 1, 1]), "groups[1]: expected an object with the fields name, ops"),
+        (lambda h: h["groups"][0].pop("h_slices"), "groups[0]: expected an object with the fields"),
+        (_set(["groups", 0, "ops"], "/conv/Conv"), "groups[0].ops: expected a list of strings"),
+        (_set(["groups", 0, "n_slices"], 0), "groups[0]: 0 x 3 slices; both must be at least 1"),
+        (_set(["groups", 0, "name"], None), "groups[0].name: expected a string"),
     ],
 )
 def test_malformed_header_fields(saved: Path, edit, fragment: str):
@@ -516,7 +558,7 @@ def test_model_summary():
         "model: toy",
         "chip: bm1684x",
         "mode: INT8",
-        "format version: 1",
+        "format version: 2",
         "instructions: 9 (DmaLoad 2, DmaStore 1, DmaCopy 1, DmaFill 2, Compute 3)",
         "engines: dma 6, compute 3",
         "DDR bytes: 768 coefficients / 17,179,869,184 total",
@@ -524,6 +566,7 @@ def test_model_summary():
         "output logits: 1x4 float32 at DDR 0x2000, not quantized",
         "output features: 1x4x2x3 int8 at DDR 0x2328, per-channel scales (4 channels), zero point 0",
         "named tensors: 2",
+        "layer groups: 2",
     ]
 
 

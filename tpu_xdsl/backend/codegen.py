@@ -49,7 +49,7 @@ from tpu_xdsl.device.isa import (
     LocalTensor,
     dtype_name,
 )
-from tpu_xdsl.device.model_file import IoDesc, TensorDesc, TpuModel
+from tpu_xdsl.device.model_file import GroupDesc, IoDesc, TensorDesc, TpuModel
 from tpu_xdsl.dialects.attr_values import op_attrs, to_py
 from tpu_xdsl.dialects.quant_types import qparams_of
 from tpu_xdsl.errors import TpuXdslError
@@ -144,6 +144,7 @@ class Codegen:
         self.written_by: dict[SSAValue, int] = {}
         self.weights = weights_of(module)
         self.coefficients = bytearray()
+        self.group_descs: list[GroupDesc] = []  # instructions of group i carry group=i
 
     # -- the whole module ------------------------------------------------------------
 
@@ -229,6 +230,7 @@ class Codegen:
             inputs=inputs,
             outputs=outputs,
             tensors=tensors,
+            groups=self.group_descs,
             preprocess=to_py(preprocess) if preprocess is not None else None,
         )
 
@@ -288,20 +290,24 @@ class Codegen:
         )
         if choice is None:
             return False
-        _, _, steps = choice
-        self._emit_group(ops, members, steps, constants, dtypes, values, [keys[v] for v in stored], alloc)
+        n_slices, h_slices, steps = choice
+        self._emit_group(ops, members, steps, constants, dtypes, values, [keys[v] for v in stored], alloc,
+                         (n_slices, h_slices))
         return True
 
-    def _emit_group(self, ops, members, steps, constants, dtypes, values, stored, alloc) -> None:
+    def _emit_group(self, ops, members, steps, constants, dtypes, values, stored, alloc, slices) -> None:
         program = self.program
         produced = {k for m in members for k in m.results}
         layer = (tensor_names(ops[-1]) or ["group"])[0]
+        names = tuple((tensor_names(op) or [member.shape.kind])[0] for op, member in zip(ops, members, strict=True))
+        group = len(self.group_descs)
+        self.group_descs.append(GroupDesc(layer, names, *slices))
         resident: dict[str, LocalTensor] = {}
         resident_loads: list[int] = []
         for k in sorted(constants):
             place = self.places[values[k]]
             resident[k] = alloc.tensor(place.dtype, slicing.whole(place.shape), constant=True)
-            resident_loads.append(program.emit(DmaLoad, place.view(), resident[k], layer=layer))
+            resident_loads.append(program.emit(DmaLoad, place.view(), resident[k], layer=layer, group=group))
         buffers = 2 if len(steps) > 1 else 1
         streamed = list(steps[0].boxes)
         copy_sites = sorted({w for step in steps for w in step.copies})
@@ -325,7 +331,7 @@ class Codegen:
             deps = [last_compute[s - buffers]] if s - buffers in last_compute else []
             loads[s] = [
                 program.emit(DmaLoad, self.places[values[k]].view().box(*_starts_sizes(steps[s].boxes[k])),
-                             local(k, steps[s].boxes[k], b), deps=deps, layer=layer)
+                             local(k, steps[s].boxes[k], b), deps=deps, layer=layer, group=group)
                 for k in inputs
             ]
 
@@ -352,23 +358,24 @@ class Codegen:
                         starts = [r[0] - h[0] for r, h in zip(read, held, strict=True)]
                         attrs = {"axes": [0, 1, 2, 3], "starts": starts,
                                  "ends": [a + d for a, d in zip(starts, dims, strict=True)], "steps": [1, 1, 1, 1]}
-                        program.emit(Compute, "slice", (local(k, held, b),), (part,), attrs, deps=deps, layer=layer)
+                        program.emit(Compute, "slice", (local(k, held, b),), (part,), attrs, deps=deps, layer=layer,
+                                     group=group)
                         operands_local.append(part)
                     else:
                         operands_local.append(local(k, step.boxes[k], b))
                 (result,) = member.results
                 out = local(result, step.boxes[result], b)
                 share = int(np.prod(slicing.sizes(step.boxes[result]))) / max(1, int(np.prod(member.shape.results[0])))
-                name = (tensor_names(op) or [member.shape.kind])[0]
                 produced_by[result] = program.emit(
-                    Compute, member.shape.kind, tuple(operands_local), (out,), plan.attrs, deps=deps, layer=name,
-                    macs=round(_macs(member.shape.kind, op) * share),
+                    Compute, member.shape.kind, tuple(operands_local), (out,), plan.attrs, deps=deps, layer=names[index],
+                    macs=round(_macs(member.shape.kind, op) * share), group=group,
                 )
             last_compute[s] = max(produced_by.values())
             stores[s] = []
             for k in stored:
                 dst = self.places[values[k]].view().box(*_starts_sizes(step.boxes[k]))
-                stores[s].append(program.emit(DmaStore, local(k, step.boxes[k], b), dst, deps=[produced_by[k]], layer=layer))
+                stores[s].append(program.emit(DmaStore, local(k, step.boxes[k], b), dst, deps=[produced_by[k]], layer=layer,
+                                              group=group))
                 self.written_by[values[k]] = stores[s][-1]
 
     # DMA-only ops ------------------------------------------------------------------

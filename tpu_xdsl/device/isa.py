@@ -137,11 +137,13 @@ class LocalTensor:
 @dataclass
 class Instruction:
     """What every instruction has: its index in the program, the engine that runs it,
-    the instructions it waits for, and the layer (tensor name) it belongs to."""
+    the instructions it waits for, the layer (tensor name) it belongs to, and the
+    index of its layer group in the model's `groups` (-1 for none; profiles only)."""
 
     id: int
     deps: tuple[int, ...] = field(default=(), kw_only=True)
     layer: str = field(default="", kw_only=True)
+    group: int = field(default=-1, kw_only=True)
 
     engine = "dma"
 

@@ -13,11 +13,12 @@ Layout (docs/tpumodel.md has every detail, for readers in other languages):
       60+H     B  blob: the coefficients, placed at DDR address 0
 
 The header holds the name, chip, mode, DDR size, inputs, outputs, named
-tensors and the program: one JSON array per instruction, one instruction per
-line, its fields by position (the header's `fields` table names them); layer
-names and Compute attributes are indices into the header's `layers` and
-`attrs` tables, so a name or an attribute dict shared by many instructions is
-written once.
+tensors, layer groups and the program: one JSON array per instruction, one
+instruction per line, its fields by position (the header's `fields` table names
+them); layer names and Compute attributes are indices into the header's
+`layers` and `attrs` tables, so a name or an attribute dict shared by many
+instructions is written once, and an instruction's group is an index into
+`groups` (-1 for none).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from tpu_xdsl.device.isa import (
 from tpu_xdsl.errors import TpuXdslError
 from tpu_xdsl.files import write_atomic
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 MAGIC = b"TPUMODEL"
 # magic, version, header length, blob length, SHA-256 of header + blob
@@ -55,8 +56,9 @@ BLOB_ALIGNMENT = 64
 
 DDR_VIEW_FIELDS = ("addr", "dtype", "shape", "strides")
 LOCAL_TENSOR_FIELDS = ("addr", "dtype", "shape4", "view", "eu_align")
-# Every instruction row starts with these; `layer` is an index into the header's `layers`.
-_COMMON_FIELDS = ("op", "id", "deps", "layer")
+# Every instruction row starts with these; `layer` is an index into the header's `layers`,
+# `group` one into its `groups` (-1: in no group).
+_COMMON_FIELDS = ("op", "id", "deps", "layer", "group")
 # The fields after the common ones, in row order, and how each is encoded.
 _OPERANDS: dict[str, tuple[tuple[str, str], ...]] = {
     "DmaLoad": (("src", "ddr"), ("dst", "local")),
@@ -81,6 +83,7 @@ _FIELDS_TABLE = {
 }
 _IO_FIELDS = ("name", "shape", "dtype", "addr", "scale", "zero_point", "scales")
 _TENSOR_FIELDS = ("name", "shape", "dtype", "addr", "written_by", "scale", "zero_point", "scales")
+_GROUP_FIELDS = ("name", "ops", "n_slices", "h_slices")
 # Non-finite floats have no JSON number: they are written as {"$float": "inf" | "-inf" | "nan"}.
 _FLOAT_TAG = "$float"
 _RECOMPILE = "recompile the model with `tpu-xdsl deploy`"
@@ -121,11 +124,24 @@ class TensorDesc:
     scales: tuple[float, ...] | None = None
 
 
+@dataclass(frozen=True)
+class GroupDesc:
+    """A layer group: ops run slice by slice out of local memory, their intermediate
+    tensors never in DDR. `name` is the last op's tensor name, `ops` the tensor names
+    of its ops in program order; the output is cut into `n_slices` (batch) x
+    `h_slices` (height) steps. For profiles: instructions carry the group's index."""
+
+    name: str
+    ops: tuple[str, ...]
+    n_slices: int
+    h_slices: int
+
+
 @dataclass
 class TpuModel:
     """A compiled model: the instruction streams (one program, each instruction names its
     engine), the coefficients placed at DDR address 0, the DDR the program needs, its
-    inputs, outputs and named tensors."""
+    inputs, outputs, named tensors and layer groups."""
 
     name: str
     chip: str
@@ -136,6 +152,7 @@ class TpuModel:
     inputs: list[IoDesc]
     outputs: list[IoDesc]
     tensors: list[TensorDesc] = field(default_factory=list)
+    groups: list[GroupDesc] = field(default_factory=list)
     version: int = FORMAT_VERSION
     # The image preprocessing the model was imported with (TOP's module.preprocess), so
     # that `tpu-xdsl run` can feed it images; None when not recorded.
@@ -186,7 +203,8 @@ def _header_text(model: TpuModel) -> str:
     layers = {name: index for index, name in enumerate(dict.fromkeys(i.layer for i in model.instructions))}
     _within("layer names", _strs, list(layers))
     attrs: dict[str, int] = {}  # JSON text of an attrs dict -> its index in the `attrs` table
-    rows = ",\n".join(_dumps(_row(i, layers, attrs)) for i in model.instructions)
+    groups = [_group_json(g, f"groups[{k}]") for k, g in enumerate(model.groups)]
+    rows = ",\n".join(_dumps(_row(i, layers, attrs, len(groups))) for i in model.instructions)
     top = {
         "name": _within("name", _str, model.name),
         "chip": _within("chip", _str, model.chip),
@@ -195,6 +213,7 @@ def _header_text(model: TpuModel) -> str:
         "inputs": [_desc_json(d, _IO_FIELDS, f"inputs[{k}]") for k, d in enumerate(model.inputs)],
         "outputs": [_desc_json(d, _IO_FIELDS, f"outputs[{k}]") for k, d in enumerate(model.outputs)],
         "tensors": [_desc_json(d, _TENSOR_FIELDS, f"tensors[{k}]") for k, d in enumerate(model.tensors)],
+        "groups": groups,
         "fields": _FIELDS_TABLE,
         "layers": list(layers),
         "instruction_count": len(model.instructions),
@@ -217,15 +236,26 @@ def _desc_json(desc: IoDesc | TensorDesc, names: tuple[str, ...], where: str) ->
     return _json_value(data, where)
 
 
+def _group_json(group: GroupDesc, where: str) -> dict[str, Any]:
+    data = {name: getattr(group, name) for name in _GROUP_FIELDS}
+    data["ops"] = _list_of(group.ops)
+    _group(data, where)
+    return data
+
+
 def _list_of(values: Any) -> Any:
     return list(values) if isinstance(values, tuple | list) else values
 
 
-def _row(instruction: Instruction, layers: dict[str, int], attrs: dict[str, int]) -> list[Any]:
+def _row(instruction: Instruction, layers: dict[str, int], attrs: dict[str, int], groups: int) -> list[Any]:
     op = type(instruction).__name__
     if INSTRUCTIONS.get(op) is not type(instruction):
         raise ValueError(f"instruction {instruction.id}: {op} is not an instruction of the device")
-    row = [op, instruction.id, list(instruction.deps), layers[instruction.layer]]
+    try:
+        _group_index(instruction.group, groups)
+    except ValueError as e:
+        raise ValueError(f"instruction {instruction.id} ({op}): {e}") from None
+    row = [op, instruction.id, list(instruction.deps), layers[instruction.layer], instruction.group]
     for name, kind in _OPERANDS[op]:
         value = getattr(instruction, name)
         try:
@@ -411,7 +441,10 @@ def _model_from_header(header: Any, blob: bytes) -> TpuModel:
     count = _within("instruction_count", _int, header["instruction_count"])
     if count != len(rows):
         raise ValueError(f"instruction_count is {count} but there are {len(rows)} instructions")
-    instructions = [_instruction(row, position, layers, attrs_table) for position, row in enumerate(rows)]
+    groups = [GroupDesc(**_group(g, f"groups[{i}]")) for i, g in enumerate(_within("groups", _list, header["groups"]))]
+    instructions = [
+        _instruction(row, position, layers, attrs_table, len(groups)) for position, row in enumerate(rows)
+    ]
     ddr_bytes = _within("ddr_bytes", _int, header["ddr_bytes"])
     inputs, outputs, tensors = (_within(key, _list, header[key]) for key in ("inputs", "outputs", "tensors"))
     if ddr_bytes < len(blob):
@@ -426,6 +459,7 @@ def _model_from_header(header: Any, blob: bytes) -> TpuModel:
         inputs=[IoDesc(**_desc(d, _IO_FIELDS, f"inputs[{i}]")) for i, d in enumerate(inputs)],
         outputs=[IoDesc(**_desc(d, _IO_FIELDS, f"outputs[{i}]")) for i, d in enumerate(outputs)],
         tensors=[TensorDesc(**_desc(d, _TENSOR_FIELDS, f"tensors[{i}]")) for i, d in enumerate(tensors)],
+        groups=groups,
         version=FORMAT_VERSION,
         preprocess=_preprocess(header.get("preprocess")),
     )
@@ -438,7 +472,7 @@ def _preprocess(value: Any) -> dict[str, Any] | None:
 
 
 _HEADER_KEYS = (
-    "name", "chip", "mode", "ddr_bytes", "inputs", "outputs", "tensors",
+    "name", "chip", "mode", "ddr_bytes", "inputs", "outputs", "tensors", "groups",
     "fields", "layers", "instruction_count", "attrs", "instructions",
 )
 
@@ -569,12 +603,17 @@ _DECODE: dict[str, Callable[[Any], Any]] = {
 }
 # Each row after its `op`: the field names and their decoders (`layer` is an index too).
 _ROW_DECODERS = {
-    op: (("id", _int), ("deps", _ints), ("layer", _int), *((name, _DECODE[kind]) for name, kind in operands))
+    op: (
+        ("id", _int), ("deps", _ints), ("layer", _int), ("group", _int),
+        *((name, _DECODE[kind]) for name, kind in operands),
+    )
     for op, operands in _OPERANDS.items()
 }
 
 
-def _instruction(row: Any, position: int, layers: list[str], attrs_table: list[dict[str, Any]]) -> Instruction:
+def _instruction(
+    row: Any, position: int, layers: list[str], attrs_table: list[dict[str, Any]], groups: int
+) -> Instruction:
     if type(row) is not list or not row or type(row[0]) is not str or row[0] not in _OPERANDS:
         raise ValueError(f"instruction {position}: not an instruction: {_show(row)}")
     op = row[0]
@@ -590,6 +629,10 @@ def _instruction(row: Any, position: int, layers: list[str], attrs_table: list[d
     if not 0 <= values["layer"] < len(layers):
         raise ValueError(f"instruction {position} ({op}): layer {values['layer']} is not an index of `layers`")
     values["layer"] = layers[values["layer"]]
+    try:
+        _group_index(values["group"], groups)
+    except ValueError as e:
+        raise ValueError(f"instruction {position} ({op}): {e}") from None
     if "attrs" in values:
         if not 0 <= values["attrs"] < len(attrs_table):
             raise ValueError(f"instruction {position} ({op}): attrs {values['attrs']} is not an index of `attrs`")
@@ -619,6 +662,26 @@ def _desc(data: Any, names: tuple[str, ...], where: str) -> dict[str, Any]:
     return values
 
 
+def _group_index(index: Any, groups: int) -> None:
+    if not -1 <= _within("group", _int, index) < groups:
+        raise ValueError(f"group {index} is neither -1 nor an index of `groups`")
+
+
+def _group(data: Any, where: str) -> dict[str, Any]:
+    """The fields of a GroupDesc."""
+    if type(data) is not dict or set(data) != set(_GROUP_FIELDS):
+        raise ValueError(f"{where}: expected an object with the fields {', '.join(_GROUP_FIELDS)}")
+    values = {
+        "name": _within(f"{where}.name", _str, data["name"]),
+        "ops": tuple(_within(f"{where}.ops", _strs, data["ops"])),
+        "n_slices": _within(f"{where}.n_slices", _int, data["n_slices"]),
+        "h_slices": _within(f"{where}.h_slices", _int, data["h_slices"]),
+    }
+    if values["n_slices"] < 1 or values["h_slices"] < 1:
+        raise ValueError(f"{where}: {values['n_slices']} x {values['h_slices']} slices; both must be at least 1")
+    return values
+
+
 # -- summary ------------------------------------------------------------------------------
 
 
@@ -642,6 +705,7 @@ def model_summary(model: TpuModel) -> list[str]:
             shape = "x".join(str(s) for s in d.shape) or "scalar"
             lines.append(f"{role} {d.name}: {shape} {d.dtype} at DDR 0x{d.addr:x}, {_quantization(d)}")
     lines.append(f"named tensors: {len(model.tensors)}")
+    lines.append(f"layer groups: {len(model.groups)}")
     return lines
 
 
