@@ -7,7 +7,7 @@ a chip (default bm1684x) in a mode (default INT8, calibrated on a few samples):
   engines) at the chip's clock;
 - MACs, and DDR bytes the program moves (DMA traffic);
 - the roofline bound max(MACs / peak MACs per cycle, (weights + inputs + outputs
-  bytes) / DDR->local bandwidth), and simulated / bound;
+  bytes) / DDR->local bandwidth) (`runtime.roofline_cycles`), and simulated / bound;
 - peak activation memory against its lower bound (the largest set of tensors
   live at once; target <= 1.05x);
 - wall time of the device model (functional simulation) against onnxruntime
@@ -61,8 +61,7 @@ def main() -> int:
     from threadpoolctl import threadpool_limits
 
     from tpu_xdsl.device.chip import chip_config
-    from tpu_xdsl.device.isa import DTYPE_SIZES
-    from tpu_xdsl.device.runtime import LoadedModel
+    from tpu_xdsl.device.runtime import LoadedModel, roofline_cycles
 
     chip = chip_config(args.chip)
     rows = []
@@ -76,10 +75,7 @@ def main() -> int:
             timeline = result.timeline
             macs = sum(layer.macs for layer in timeline.layers.values())
             dma = sum(layer.dma_bytes for layer in timeline.layers.values())
-            io = sum(int(np.prod(d.shape)) * DTYPE_SIZES[d.dtype] for d in (*model.inputs, *model.outputs))
-            peak = chip.macs_per_cycle[args.mode]
-            per_cycle = chip.ddr_to_lmem_bytes_per_s / chip.clock_hz
-            bound = max(macs / peak, (len(model.coefficients) + io) / per_cycle)
+            bound = roofline_cycles(model, chip)
             device_s = time_call(partial(loaded.run, test_input), args.repeat)
             options = ort.SessionOptions()
             options.intra_op_num_threads = 1

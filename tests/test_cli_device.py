@@ -73,11 +73,14 @@ def test_run_profile_reports_every_layer(compiled, tmp_path, capsys):
                          "--profile")
     assert code == 0, err
     lines = out.splitlines()
-    assert lines[0].split() == ["layer", "cycles", "compute", "dma", "MACs", "util", "DMA", "bytes"]
+    assert lines[0].split() == ["layer", "or", "group", "ops", "slices", "cycles", "compute", "dma", "MACs", "util",
+                                "DMA", "bytes", "compute%", "DMA%"]
     rows = {line.split()[0]: line.split() for line in lines[1:] if line.split() and line.split()[0] in ("relu", "logits")}
     # MACs counted by hand: conv 4 oc x 3 ic x 9 taps x 64 pixels; matmul 256 x 5.
-    assert rows["relu"][4] == str(4 * 3 * 9 * 64)
-    assert rows["logits"][4] == str(256 * 5)
+    assert rows["relu"][6] == str(4 * 3 * 9 * 64)
+    assert rows["logits"][6] == str(256 * 5)
+    assert rows["relu"][1:3] == ["-", "-"]  # not in a layer group
+    assert any(line.startswith("roofline: bound ") for line in lines)
     total = next(line for line in lines if line.startswith("total: "))
     assert f"{4 * 3 * 9 * 64 + 256 * 5} MACs" in total
 

@@ -4,7 +4,9 @@ The runtime places the coefficients at DDR address 0, writes the inputs where
 the model says (quantizing float data for INT8 inputs as the chip's runtime
 does), executes the program and reads the outputs back. With `dump_all` it
 copies each named tensor out of DDR when the instruction that completes it
-has written (DDR is reused, so later is too late). No xDSL here.
+has written (DDR is reused, so later is too late). The profile of a run (per
+layer group, per layer outside groups, against the roofline bound) is here
+too. No xDSL here.
 """
 
 from __future__ import annotations
@@ -15,9 +17,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tpu_xdsl.device.chip import ChipConfig, chip_config
-from tpu_xdsl.device.isa import DdrView, numpy_dtype
-from tpu_xdsl.device.model_file import IoDesc, TensorDesc, TpuModel
-from tpu_xdsl.device.simulator import Device, Timeline
+from tpu_xdsl.device.isa import Compute, DdrView, numpy_dtype
+from tpu_xdsl.device.model_file import GroupDesc, IoDesc, TensorDesc, TpuModel
+from tpu_xdsl.device.simulator import Device, Scheduled, Timeline, dma_bytes
 from tpu_xdsl.errors import TpuXdslError
 from tpu_xdsl.feeds import in_input_order
 from tpu_xdsl.quant import ChannelQParams, QParams
@@ -118,20 +120,102 @@ def run_model(
     return LoadedModel(model, chip).run(inputs, dump_all)
 
 
-def profile_lines(model: TpuModel, timeline: Timeline, chip: ChipConfig | None = None) -> list[str]:
-    """Per layer: span and engine cycles, MACs and utilization of the MAC array, DMA bytes;
-    then the totals."""
+def peak_macs_per_cycle(model: TpuModel, chip: ChipConfig) -> int:
+    """The chip's peak MACs per cycle in the model's mode (its best mode if it has no such mode)."""
+    return chip.macs_per_cycle.get(model.mode, max(chip.macs_per_cycle.values()))
+
+
+def roofline_terms(model: TpuModel, chip: ChipConfig | None = None) -> tuple[float, float]:
+    """The two lower bounds on the model's cycles: its MACs at the peak of its mode, and the
+    bytes that must cross DDR at least once (coefficients, inputs, outputs) at the DDR ->
+    local memory bandwidth."""
     chip = chip or chip_config(model.chip)
-    peak = chip.macs_per_cycle.get(model.mode, max(chip.macs_per_cycle.values()))
-    lines = [
-        f"{'layer':<40} {'cycles':>10} {'compute':>10} {'dma':>10} {'MACs':>12} {'util':>6} {'DMA bytes':>11}"
-    ]
-    for layer in timeline.layers.values():
-        util = layer.macs / (layer.compute_cycles * peak) if layer.compute_cycles and layer.macs else 0.0
+    macs = sum(i.macs for i in model.instructions if isinstance(i, Compute))
+    io = sum(_nbytes(d) for d in (*model.inputs, *model.outputs))
+    ddr_bytes_per_cycle = chip.ddr_to_lmem_bytes_per_s / chip.clock_hz
+    return macs / peak_macs_per_cycle(model, chip), (len(model.coefficients) + io) / ddr_bytes_per_cycle
+
+
+def roofline_cycles(model: TpuModel, chip: ChipConfig | None = None) -> float:
+    """The roofline bound: max(MACs / peak MACs per cycle, (coefficient + input + output
+    bytes) / DDR bytes per cycle). No schedule of the model can take fewer cycles."""
+    return max(roofline_terms(model, chip))
+
+
+def _nbytes(desc: IoDesc | TensorDesc) -> int:
+    return _whole(desc).nbytes
+
+
+@dataclass
+class ProfileRow:
+    """A row of the profile: a layer group (`group` set) or a layer outside any group, and
+    its instructions as scheduled."""
+
+    name: str
+    group: GroupDesc | None
+    scheduled: list[Scheduled] = field(default_factory=list)
+
+    @property
+    def first(self) -> int:
+        return min(s.start for s in self.scheduled)
+
+    @property
+    def span(self) -> int:
+        """Cycles from its first instruction's start to its last one's finish."""
+        return max(s.finish for s in self.scheduled) - self.first
+
+    def busy(self, engine: str) -> int:
+        """Cycles its own instructions keep `engine` busy."""
+        return sum(s.finish - s.start for s in self.scheduled if s.instruction.engine == engine)
+
+    @property
+    def macs(self) -> int:
+        return sum(s.instruction.macs for s in self.scheduled if isinstance(s.instruction, Compute))
+
+    @property
+    def dma_bytes(self) -> int:
+        return sum(dma_bytes(s.instruction) for s in self.scheduled)
+
+
+def profile_rows(model: TpuModel, timeline: Timeline) -> list[ProfileRow]:
+    """One row per layer group and per layer outside groups, in the order they start in
+    the program."""
+    rows: dict[tuple[int, str], ProfileRow] = {}
+    for item in timeline.scheduled:
+        index, layer = item.instruction.group, item.instruction.layer
+        key = (index, "") if index >= 0 else (-1, layer)
+        if key not in rows:
+            group = model.groups[index] if index >= 0 else None
+            rows[key] = ProfileRow(group.name if group else layer, group)
+        rows[key].scheduled.append(item)
+    return list(rows.values())
+
+
+def profile_lines(model: TpuModel, timeline: Timeline, chip: ChipConfig | None = None) -> list[str]:
+    """Per layer group (its ops below it) and per layer outside groups: span, engine busy
+    cycles, MACs and utilization of the MAC array, DMA bytes, each engine's busy share of
+    the span; then the totals and the roofline."""
+    chip = chip or chip_config(model.chip)
+    peak = peak_macs_per_cycle(model, chip)
+    header = (
+        f"{'layer or group':<40} {'ops':>4} {'slices':>7} {'cycles':>10} {'compute':>10} {'dma':>10} {'MACs':>12} "
+        f"{'util':>6} {'DMA bytes':>11} {'compute%':>8} {'DMA%':>7}"
+    )
+    lines = [header]
+    for row in profile_rows(model, timeline):
+        compute, dma, span = row.busy("compute"), row.busy("dma"), row.span
+        util = row.macs / (compute * peak) if compute and row.macs else 0.0
+        if row.group is None:
+            name, ops, slices = row.name, "-", "-"
+        else:
+            index = row.scheduled[0].instruction.group
+            name, ops, slices = f"group {index}: {row.name}", str(len(row.group.ops)), f"{row.group.n_slices}x{row.group.h_slices}"
         lines.append(
-            f"{layer.name[:40]:<40} {layer.last - layer.first:>10} {layer.compute_cycles:>10} {layer.dma_cycles:>10} "
-            f"{layer.macs:>12} {util:>6.1%} {layer.dma_bytes:>11}"
+            f"{name[:40]:<40} {ops:>4} {slices:>7} {span:>10} {compute:>10} {dma:>10} {row.macs:>12} {util:>6.1%} "
+            f"{row.dma_bytes:>11} {compute / max(1, span):>8.1%} {dma / max(1, span):>7.1%}"
         )
+        if row.group is not None:
+            lines.append(f"    ops: {', '.join(row.group.ops)}")
     macs = sum(layer.macs for layer in timeline.layers.values())
     dma = sum(layer.dma_bytes for layer in timeline.layers.values())
     seconds = chip.cycles_to_seconds(timeline.total_cycles)
@@ -140,6 +224,11 @@ def profile_lines(model: TpuModel, timeline: Timeline, chip: ChipConfig | None =
         f"{macs} MACs, {dma} DMA bytes; compute busy {timeline.engine_busy('compute') / max(1, timeline.total_cycles):.0%}, "
         f"DMA busy {timeline.engine_busy('dma') / max(1, timeline.total_cycles):.0%}"
     )
+    mac_bound, byte_bound = roofline_terms(model, chip)
+    bound = max(mac_bound, byte_bound)
+    ratio = f"{timeline.total_cycles / bound:.2f}" if bound else "-"
+    lines.append(
+        f"roofline: bound {bound:.0f} cycles = max(MACs at {peak}/cycle {mac_bound:.0f}, coefficient and I/O "
+        f"bytes at {chip.ddr_to_lmem_bytes_per_s / 1e9:g} GB/s {byte_bound:.0f}); simulated / bound = {ratio}"
+    )
     return lines
-
-

@@ -99,11 +99,12 @@ def schedule(chip: ChipConfig, instructions: list[Instruction]) -> Timeline:
             layer.macs += instruction.macs  # type: ignore[attr-defined]
         else:
             layer.dma_cycles += end - start
-            layer.dma_bytes += _dma_bytes(instruction)
+            layer.dma_bytes += dma_bytes(instruction)
     return Timeline(scheduled, max(free.values()), layers)
 
 
-def _dma_bytes(instruction: Instruction) -> int:
+def dma_bytes(instruction: Instruction) -> int:
+    """Bytes a DMA instruction moves through DDR (a copy reads and writes each); 0 for Compute."""
     match instruction:
         case DmaLoad():
             return instruction.dst.nbytes

@@ -166,8 +166,8 @@ def _transform(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     if Path(args.model).suffix == ".tpumodel":
         return _run_device(args)
-    if args.profile or args.chip:
-        raise UsageError("--profile and --chip are for a .tpumodel run on the device model; this is a .mlir")
+    if args.profile or args.chip or args.trace:
+        raise UsageError("--profile, --trace and --chip are for a .tpumodel run on the device model; this is a .mlir")
     from tpu_xdsl.interp.runner import TensorCapture, run_module
     from tpu_xdsl.ir_io import read_module
     from tpu_xdsl.weights import attach_weights, write_npz_atomic
@@ -197,11 +197,23 @@ def load_device_inputs(path: str, model) -> dict:
     return read_input_file(path, [d.name for d in model.inputs], image)
 
 
+def check_trace_path(path: str) -> None:
+    """Fail before the run, not after it, when the trace cannot go where --trace says."""
+    trace = Path(path)
+    if trace.is_dir():
+        raise UsageError(f"--trace {path} is a folder; give a file name, e.g. {trace / 'trace.json'}")
+    if not trace.parent.is_dir():
+        raise UsageError(f"--trace {path}: folder {trace.parent} does not exist")
+
+
 def _run_device(args: argparse.Namespace) -> int:
     from tpu_xdsl.device.model_file import load_model
     from tpu_xdsl.device.runtime import profile_lines, run_model
+    from tpu_xdsl.device.trace import write_trace
     from tpu_xdsl.weights import write_npz_atomic
 
+    if args.trace:
+        check_trace_path(args.trace)
     if args.chip:
         from tpu_xdsl.device.chip import chip_config
 
@@ -222,6 +234,9 @@ def _run_device(args: argparse.Namespace) -> int:
     print(f"{model.chip}: {result.timeline.total_cycles} cycles = "
           f"{chip.cycles_to_seconds(result.timeline.total_cycles) * 1e3:.3f} ms")
     print(f"wrote {args.output} ({len(tensors)} tensors)")
+    if args.trace:
+        write_trace(args.trace, model, result.timeline, chip)
+        print(f"wrote {args.trace} ({len(result.timeline.scheduled)} events; open it in https://ui.perfetto.dev)")
     return 0
 
 
@@ -290,7 +305,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--input", required=True, help=".npz/.npy inputs or an image")
     r.add_argument("--output", required=True, help="where to write the outputs (.npz)")
     r.add_argument("--dump-all", action="store_true", help="also write every named intermediate tensor")
-    r.add_argument("--profile", action="store_true", help="per layer: cycles, MACs, utilization, DMA bytes (.tpumodel)")
+    r.add_argument("--profile", action="store_true",
+                   help="per layer group and layer: cycles, MACs, utilization, DMA bytes, engine busy; the roofline "
+                        "(.tpumodel)")
+    r.add_argument("--trace", metavar="FILE.json",
+                   help="write the simulated timeline as a Chrome trace-event file for Perfetto (.tpumodel)")
     r.add_argument("--chip", help="the device to run on (.tpumodel; default: the model's chip)")
     r.set_defaults(func=_run)
 
