@@ -12,11 +12,13 @@ from tpu_xdsl.device.isa import Compute, DmaLoad, DmaStore
 from tpu_xdsl.device.runtime import run_model
 from tpu_xdsl.interp.runner import ModuleRunner, main_func
 from tpu_xdsl.transforms.tpu_assign_memory import assign_memory
-from tpu_xdsl.weights import weights_of
+from tpu_xdsl.transforms.tpu_layer_group import layer_group
+from tpu_xdsl.weights import attach_weights, weights_of
 
 
-def conv_chain():
-    """conv3x3+relu -> conv3x3 (stride 1) -> add with the first conv's output -> max pool."""
+def conv_chain(flatten: bool = False):
+    """conv3x3+relu -> conv3x3 (stride 1) -> add with the first conv's output -> max pool
+    (-> flatten into f, an op no layer group takes)."""
     nodes = [
         node("Conv", ["x", "w1", "b1"], ["c1"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
         node("Relu", ["c1"], ["r1"]),
@@ -25,7 +27,9 @@ def conv_chain():
         node("MaxPool", ["s"], ["y"], kernel_shape=[2, 2], strides=[2, 2]),
     ]
     inits = [weight("w1", [16, 8, 3, 3]), weight("b1", [16], 0.1), weight("w2", [16, 16, 3, 3]), weight("b2", [16], 0.1)]
-    return model_of(nodes, [("x", [2, 8, 96, 64])], "y", inits)
+    if flatten:
+        nodes.append(node("Flatten", ["y"], ["f"]))
+    return model_of(nodes, [("x", [2, 8, 96, 64])], "f" if flatten else "y", inits)
 
 
 def compute_ops(tpu):
@@ -41,11 +45,17 @@ def ddr_bytes(model) -> int:
 def test_a_grouped_chain_equals_the_interpreter(scheme, chip, tmp_path):
     tpu, feeds = lower(conv_chain(), scheme, chip, tmp_path)
     expected = ModuleRunner(tpu, weights_of(tpu)).run(feeds)
+    alone_module = tpu.clone()
+    attach_weights(alone_module, dict(weights_of(tpu)))
+    report = layer_group(tpu)
+    assert [[op.name for op in plan.ops] for plan in report.plans] == [
+        ["tpu.cast", "tpu.conv", "tpu.conv", "tpu.add", "tpu.max_pool", "tpu.cast"]
+    ]
+    assert ModuleRunner(tpu, weights_of(tpu)).run(feeds).keys() == expected.keys()
     assign_memory(tpu)
-    chain = compute_ops(tpu)
-    assert [op.name for op in chain] == ["tpu.conv", "tpu.conv", "tpu.add", "tpu.max_pool"]
-    grouped = codegen(tpu, layer_groups=[chain])
-    alone = codegen(tpu)
+    assign_memory(alone_module)
+    grouped = codegen(tpu)
+    alone = codegen(alone_module)
     for model in (grouped, alone):
         got = run_model(model, feeds).outputs
         for name, value in expected.items():
@@ -55,11 +65,10 @@ def test_a_grouped_chain_equals_the_interpreter(scheme, chip, tmp_path):
                 cos = float(np.dot(got[name].ravel().astype(np.float64), value.ravel())
                             / np.linalg.norm(got[name].astype(np.float64)) / np.linalg.norm(value.astype(np.float64)))
                 assert cos >= 0.99999, (name, cos)
-    # The group keeps its three intermediate tensors in local memory.
+    # The group keeps its intermediate tensors in local memory.
     assert ddr_bytes(grouped) < 0.6 * ddr_bytes(alone), (ddr_bytes(grouped), ddr_bytes(alone))
-    layers = {i.layer for i in grouped.instructions if isinstance(i, Compute)}
     assert len([i for i in grouped.instructions if isinstance(i, Compute) and i.kind == "conv"]) >= 2
-    assert layers
+    assert grouped.groups and all(i.group == 0 for i in grouped.instructions)
 
 
 def test_backward_slice_inference_grows_halos_and_copies_a_shared_operand():

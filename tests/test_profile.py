@@ -13,9 +13,9 @@ import pytest
 
 from tests.test_cli_int8_errors import assert_fails_cleanly, run
 from tests.test_codegen import lower
-from tests.test_layer_group_codegen import compute_ops, conv_chain
+from tests.test_layer_group_codegen import conv_chain
 from tpu_xdsl.backend.codegen import codegen
-from tpu_xdsl.device.isa import Compute, DdrView, DmaLoad, DmaStore, LocalTensor
+from tpu_xdsl.device.isa import Compute, DdrView, DmaCopy, DmaLoad, DmaStore, LocalTensor
 from tpu_xdsl.device.model_file import IoDesc, TpuModel, save_model
 from tpu_xdsl.device.runtime import (
     profile_lines,
@@ -25,6 +25,7 @@ from tpu_xdsl.device.runtime import (
 )
 from tpu_xdsl.device.trace import TraceFileError, trace_events, write_trace
 from tpu_xdsl.transforms.tpu_assign_memory import assign_memory
+from tpu_xdsl.transforms.tpu_layer_group import layer_group
 
 # cv183x as docs/device.md gives it: 650 MHz, INT8 2,048 MAC/cycle, DDR -> local 4 GB/s.
 CV183X_HZ, CV183X_INT8_PEAK, CV183X_DDR_BYTES_PER_S = 650e6, 2048, 4e9
@@ -34,18 +35,20 @@ COLUMNS = ("ops", "slices", "cycles", "compute", "dma", "MACs", "util", "DMA byt
 
 @pytest.fixture(scope="module")
 def grouped(tmp_path_factory):
-    """conv+relu -> conv -> add -> max pool on [2, 8, 96, 64], INT8 on cv183x, run as one layer
-    group (its output y stored slice by slice), and the run's timeline."""
+    """cast -> conv+relu -> conv -> add -> max pool -> requant to one scale on [2, 8, 96, 64],
+    INT8 on cv183x, run as one layer group (its output stored slice by slice), then a flatten
+    and a cast out of INT8 outside groups; and the run's timeline."""
     folder = tmp_path_factory.mktemp("grouped")
-    tpu, feeds = lower(conv_chain(), "INT8", "cv183x", folder)
+    tpu, feeds = lower(conv_chain(flatten=True), "INT8", "cv183x", folder)
     model = grouped_program(tpu)
     return model, feeds, run_model(model, feeds).timeline
 
 
 def grouped_program(tpu) -> TpuModel:
-    """The compiled program with the chain's four ops as one layer group."""
+    """The compiled program, grouped by tpu-layer-group."""
+    layer_group(tpu)
     assign_memory(tpu)
-    return codegen(tpu, layer_groups=[compute_ops(tpu)])
+    return codegen(tpu)
 
 
 def nbytes(view: DdrView | LocalTensor) -> int:
@@ -66,7 +69,7 @@ def test_the_group_row(grouped):
                 for s in mine if not isinstance(s.instruction, Compute))
     compute = sum(s.finish - s.start for s in mine if isinstance(s.instruction, Compute))
     dma = sum(s.finish - s.start for s in mine if not isinstance(s.instruction, Compute))
-    # y [2, 16, 48, 32] is the group's only stored tensor: one store per step, and the steps'
+    # y_per_tensor [2, 16, 48, 32] is the group's only stored tensor: one store per step, and the steps'
     # N and H offsets (from the store addresses) give the cut.
     stores = [s.instruction.dst for s in mine if isinstance(s.instruction, DmaStore)]
     base = min(v.addr for v in stores)
@@ -76,19 +79,20 @@ def test_the_group_row(grouped):
     assert sum(v.shape[2] for v in stores) == len(n_starts) * 48
 
     (row,) = [r for r in profile_rows(model, timeline) if r.group is not None]
-    # conv and relu fuse into one op, named by the relu's output
-    assert row.name == "y" and row.group.ops == ("r1", "c2", "s", "y")
+    # conv and relu fuse into one op, named by the relu's output; the flatten needs one scale
+    assert row.name == "y_per_tensor" and row.group.ops == ("x_int8", "r1", "c2", "s", "y", "y_per_tensor")
     assert (row.group.n_slices, row.group.h_slices) == (len(n_starts), len(h_starts))
     assert (row.span, row.dma_bytes, row.busy("compute"), row.busy("dma")) == (span, moved, compute, dma)
 
     lines = profile_lines(model, timeline)
-    text = row_of(lines, "group 0: y")
-    assert text["ops"] == "4" and text["slices"] == f"{len(n_starts)}x{len(h_starts)}"
+    text = row_of(lines, "group 0: y_per_tensor")
+    assert text["ops"] == "6" and text["slices"] == f"{len(n_starts)}x{len(h_starts)}"
     assert (int(text["cycles"]), int(text["DMA bytes"])) == (span, moved)
     assert (int(text["compute"]), int(text["dma"])) == (compute, dma)
     assert text["compute%"] == f"{compute / span:.1%}" and text["DMA%"] == f"{dma / span:.1%}"
     assert 0 < compute <= span and 0 < dma <= span  # an engine is busy at most the whole span
-    assert lines[lines.index(next(line for line in lines if line.startswith("group 0: y"))) + 1] == "    ops: r1, c2, s, y"
+    header = next(line for line in lines if line.startswith("group 0: y_per_tensor"))
+    assert lines[lines.index(header) + 1] == "    ops: x_int8, r1, c2, s, y, y_per_tensor"
 
 
 def test_layers_outside_groups_keep_one_row_each(grouped):
@@ -97,7 +101,7 @@ def test_layers_outside_groups_keep_one_row_each(grouped):
     # every instruction in exactly one row
     assert sorted(s.instruction.id for r in rows for s in r.scheduled) == list(range(len(model.instructions)))
     outside = list(dict.fromkeys(s.instruction.layer for s in timeline.scheduled if s.instruction.group < 0))
-    assert outside == ["x_int8", "y_f32"]  # the casts in and out of INT8
+    assert outside == ["f", "f_f32"]  # the flatten (a DMA copy) and the cast out of INT8
     assert [r.name for r in rows if r.group is None] == outside
     lines = profile_lines(model, timeline)
     for name in outside:
@@ -152,11 +156,14 @@ def test_the_trace_has_one_event_per_instruction_on_its_engines_track(grouped, t
         assert event["ts"] == pytest.approx(item.start * microseconds, rel=1e-12)
         assert event["dur"] == pytest.approx((item.finish - item.start) * microseconds, rel=1e-12)
         assert event["name"] == instruction.layer and event["args"]["op"] == type(instruction).__name__
-        assert event["args"].get("group") == ("y" if instruction.group == 0 else None)
+        assert event["args"].get("group") == ("y_per_tensor" if instruction.group == 0 else None)
         if isinstance(instruction, Compute):
             assert (event["args"]["kind"], event["args"]["macs"]) == (instruction.kind, instruction.macs)
         else:
-            assert event["args"]["bytes"] == nbytes(instruction.dst if isinstance(instruction, DmaLoad) else instruction.src)
+            # a DDR -> DDR copy reads and writes its bytes
+            moved = 2 * nbytes(instruction.src) if isinstance(instruction, DmaCopy) else nbytes(
+                instruction.dst if isinstance(instruction, DmaLoad) else instruction.src)
+            assert event["args"]["bytes"] == moved
     assert trace_events(model, timeline)["traceEvents"] == events
 
 
@@ -191,7 +198,7 @@ def test_run_with_profile_and_trace(grouped, saved, tmp_path, capsys):
     assert code == 0, err
     lines = out.splitlines()
     mine = [s for s in timeline.scheduled if s.instruction.group == 0]
-    assert int(row_of(lines, "group 0: y")["cycles"]) == max(s.finish for s in mine) - min(s.start for s in mine)
+    assert int(row_of(lines, "group 0: y_per_tensor")["cycles"]) == max(s.finish for s in mine) - min(s.start for s in mine)
     assert any(line.startswith("roofline: bound ") for line in lines)
     events = json.loads((tmp_path / "t.json").read_text())["traceEvents"]
     assert len([e for e in events if e["ph"] == "X"]) == len(model.instructions)

@@ -22,7 +22,7 @@ dependencies.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -36,6 +36,8 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Operation, SSAValue
 
 from tpu_xdsl.backend import groups, slicing
+from tpu_xdsl.backend.group_plan import GroupPlan, GroupPlanner, kernel_attrs
+from tpu_xdsl.backend.lanes import local_tensor, shape4
 from tpu_xdsl.backend.slicing import Box, OpShape
 from tpu_xdsl.device.chip import ChipConfig, chip_config
 from tpu_xdsl.device.isa import (
@@ -60,7 +62,6 @@ from tpu_xdsl.quant import ChannelQParams
 from tpu_xdsl.transforms.matching import is_none
 from tpu_xdsl.weights import is_weight, weight_name, weights_of
 
-_IR_ONLY_ATTRS = ("names", "ddr", "ginfo")
 _REORDER = {
     "reshape", "flatten", "squeeze", "unsqueeze", "permute", "slice", "expand", "depth2space", "upsample",
 }
@@ -74,25 +75,6 @@ def _reorders(kind: str, attrs: dict[str, Any]) -> bool:
 
 class CodegenError(TpuXdslError):
     """An op cannot be compiled for the chip (too large for local memory, unsupported)."""
-
-
-def shape4(shape: Sequence[int], constant: bool = False) -> tuple[int, int, int, int]:
-    """The [N, C, H, W] lane layout of a tensor of any rank: rank 4 as it is; otherwise the
-    first dim is N, the second C (on the lanes) and the rest one row. A constant (a filter
-    [OC, IC, kh, kw], a matrix, a table) puts its first dim on the lanes and the rest in
-    one row, as the chip keeps weights: each output channel's weights in its lane."""
-    dims = [int(d) for d in shape]
-    if constant:
-        return (1, dims[0], 1, int(np.prod(dims[1:]))) if dims else (1, 1, 1, 1)
-    if len(dims) == 4:
-        return dims[0], dims[1], dims[2], dims[3]
-    if len(dims) == 0:
-        return 1, 1, 1, 1
-    if len(dims) == 1:
-        return 1, dims[0], 1, 1
-    if len(dims) == 2:
-        return 1, dims[0], 1, dims[1]
-    return dims[0], dims[1], 1, int(np.prod(dims[2:]))
 
 
 @dataclass
@@ -129,15 +111,9 @@ def _tensor_of(value: SSAValue, places: dict[SSAValue, _Tensor]) -> _Tensor:
     return places[value]
 
 
-def _kernel_attrs(op: Operation) -> dict[str, Any]:
-    return {k: v for k, v in op_attrs(op).items() if k not in _IR_ONLY_ATTRS}
-
-
 class Codegen:
-    def __init__(self, module: ModuleOp, chip: ChipConfig, layer_groups: Sequence[Sequence[Operation]] = ()):
+    def __init__(self, module: ModuleOp, chip: ChipConfig):
         self.module = module
-        self.layer_groups = {group[-1]: list(group) for group in layer_groups if group}
-        self.grouped = {op for group in layer_groups for op in group}
         self.chip = chip
         self.program = _Program(chip)
         self.places: dict[SSAValue, _Tensor] = {}
@@ -162,19 +138,11 @@ class Codegen:
                 self.places[value] = _Tensor(addr, tuple(t.get_shape()), dtype_name(numpy_dtype(t.element_type)))
             if op.name == "top.weight":
                 self._place_weight(op)
-            elif op in self.layer_groups:
-                self._lower_grouped(self.layer_groups[op])
-            elif op.name != "top.input" and op not in self.grouped:
+            elif op.name == "tpu.group":
+                self._lower_tpu_group(op)
+            elif op.name != "top.input":
                 self.lower(op)
         return self._model(main)
-
-    def _lower_grouped(self, ops: list[Operation]) -> None:
-        """A group's ops once its last op is placed: as a group, or op by op."""
-        inside = set(ops)
-        stored = [r for op in ops for r in op.results if any(u.operation not in inside for u in r.uses)]
-        if not self.lower_group(ops, stored):
-            for op in ops:
-                self.lower(op)
 
     def _place_weight(self, op: Operation) -> None:
         place = self.places[op.results[0]]
@@ -239,7 +207,7 @@ class Codegen:
     def lower(self, op: Operation) -> None:
         kind = op.name.split(".", 1)[1]
         layer = (tensor_names(op) or [kind])[0]
-        attrs = _kernel_attrs(op)
+        attrs = kernel_attrs(op)
         if _reorders(kind, attrs) and self._reorder(op, attrs, layer):
             return
         if kind in ("split", "concat", "pad", "tile") and self._moves(op, kind, attrs, layer):
@@ -258,93 +226,88 @@ class Codegen:
             tuple(self.places[r].shape for r in op.results),
         )
 
-    def lower_group(self, ops: Sequence[Operation], stored: Sequence[SSAValue]) -> bool:
-        """Run `ops` as one layer group (`groups`): the group's inputs loaded, `stored` written
-        to DDR, everything else kept in local memory, step by step with double buffers.
-        False (nothing emitted) when the ops cannot form a group on this chip."""
-        keys: dict[SSAValue, str] = {}
+    def _lower_tpu_group(self, group: Operation) -> None:
+        """A tpu.group: its steps planned again from its ops and its cut (n_slices x h_slices),
+        its tensors at the lane addresses of their ginfo, emitted as a 3-stage pipeline."""
+        body = list(group.regions[0].block.ops)
+        loaded = {op.results[0]: op.operands[0] for op in body if op.name == "tpu.load"}
+        stores = [op for op in body if op.name == "tpu.store"]
+        ops = [op for op in body if op.name not in ("tpu.load", "tpu.store", "tpu.yield")]
+        planner = GroupPlanner(self.chip, lambda v: is_weight(loaded.get(v, v)), lambda v: loaded.get(v, v))
+        counts = (_int_attr(group, "n_slices"), _int_attr(group, "h_slices"))
+        name = (tensor_names(group) or ["group"])[0]
+        plan = planner.plan(ops, [store.operands[0] for store in stores], counts)
+        if plan is None:
+            raise CodegenError(
+                f"tpu.group '{name}' cannot run on {self.chip.name} in {counts[0]}x{counts[1]} steps "
+                "(an op cannot join a group, or the steps do not fit local memory): run tpu-layer-group again"
+            )
+        keys = {v: k for k, v in plan.values.items()}
+        ddr = {k: self.places[v] for k, v in plan.values.items() if v in self.places}
+        written = {}
+        for store, result in zip(stores, group.results, strict=True):
+            k = keys[store.operands[0]]
+            ddr[k], written[k] = self.places[result], result
+        layout = _ginfo_layout(plan, body, keys)
+        problem = groups.layout_problem(layout, plan.layout, self.chip.lmem_bytes)
+        if problem:
+            raise CodegenError(f"tpu.group '{name}': {problem}; run tpu-layer-group again")
+        self._emit_group(plan, layout, ddr, written)
 
-        def key(value: SSAValue) -> str:
-            return keys.setdefault(value, f"t{len(keys)}")
-
-        members, constants, dtypes, values = [], set(), {}, {}
-        for op in ops:
-            kind = op.name.split(".", 1)[1]
-            shape = self._op_shape(op, kind, _kernel_attrs(op))
-            if not groups.can_join(shape):
-                return False
-            operand_keys = []
-            for v in op.operands:
-                if is_none(v):
-                    operand_keys.append(None)
-                    continue
-                operand_keys.append(key(v))
-                if is_weight(v):
-                    constants.add(key(v))
-            members.append(groups.Member(shape, tuple(operand_keys), tuple(key(r) for r in op.results)))
-        for value, k in keys.items():
-            dtypes[k], values[k] = self.places[value].dtype, value
-        alloc = _LocalAllocator(self.chip)
-        choice = groups.choose_slices(
-            members, constants, [keys[v] for v in stored], alloc.lane_bytes, dtypes, self.chip.lmem_bytes
-        )
-        if choice is None:
-            return False
-        n_slices, h_slices, steps = choice
-        self._emit_group(ops, members, steps, constants, dtypes, values, [keys[v] for v in stored], alloc,
-                         (n_slices, h_slices))
-        return True
-
-    def _emit_group(self, ops, members, steps, constants, dtypes, values, stored, alloc, slices) -> None:
+    def _emit_group(self, plan: GroupPlan, layout: groups.Layout, ddr: dict[str, _Tensor],
+                    written: dict[str, SSAValue]) -> None:
         program = self.program
+        ops, members, steps, constants, dtypes = plan.ops, plan.members, plan.steps, plan.constants, plan.dtypes
         produced = {k for m in members for k in m.results}
         layer = (tensor_names(ops[-1]) or ["group"])[0]
         names = tuple((tensor_names(op) or [member.shape.kind])[0] for op, member in zip(ops, members, strict=True))
         group = len(self.group_descs)
-        self.group_descs.append(GroupDesc(layer, names, *slices))
+        self.group_descs.append(GroupDesc(layer, names, plan.n_slices, plan.h_slices))
+        # Weights stay resident. Member 0's are loaded first, then the inputs of step 0, then
+        # the others' in member order: each member waits only for its own weights, so later
+        # weights arrive while the first members compute.
         resident: dict[str, LocalTensor] = {}
-        resident_loads: list[int] = []
-        for k in sorted(constants):
-            place = self.places[values[k]]
-            resident[k] = alloc.tensor(place.dtype, slicing.whole(place.shape), constant=True)
-            resident_loads.append(program.emit(DmaLoad, place.view(), resident[k], layer=layer, group=group))
-        buffers = 2 if len(steps) > 1 else 1
-        streamed = list(steps[0].boxes)
-        copy_sites = sorted({w for step in steps for w in step.copies})
-        size = {k: max(alloc.lane_bytes(dtypes[k], st.boxes[k]) for st in steps) for k in streamed}
-        copy_size = {
-            w: max(alloc.lane_bytes(dtypes[members[w[0]].operands[w[1]]], st.copies[w]) for st in steps if w in st.copies)
-            for w in copy_sites
-        }
-        base = [{k: alloc.reserve(size[k]) for k in streamed} for _ in range(buffers)]
-        copy_base = [{w: alloc.reserve(copy_size[w]) for w in copy_sites} for _ in range(buffers)]
-        inputs = [k for k in streamed if k not in produced]
+        resident_load: dict[str, int] = {}
+        by_member = groups.resident_keys(members, constants)
+
+        def emit_weights(m: int) -> None:
+            for k in by_member[m]:
+                place = ddr[k]
+                resident[k] = local_tensor(layout.resident[k], place.dtype, slicing.whole(place.shape), constant=True)
+                resident_load[k] = program.emit(DmaLoad, place.view(), resident[k], layer=layer, group=group)
+
+        buffers = layout.buffers
+        inputs = [k for k in steps[0].boxes if k not in produced]
         loads: dict[int, list[int]] = {}
         last_compute: dict[int, int] = {}
         stores: dict[int, list[int]] = {}
 
         def local(k: str, box: Box, b: int) -> LocalTensor:
-            return local_tensor(base[b][k], dtypes[k], box)
+            return local_tensor(layout.streamed[k] + b * layout.sizes[k], dtypes[k], box)
 
         def emit_loads(s: int) -> None:
             b = s % buffers
             deps = [last_compute[s - buffers]] if s - buffers in last_compute else []
             loads[s] = [
-                program.emit(DmaLoad, self.places[values[k]].view().box(*_starts_sizes(steps[s].boxes[k])),
+                program.emit(DmaLoad, ddr[k].view().box(*_starts_sizes(steps[s].boxes[k])),
                              local(k, steps[s].boxes[k], b), deps=deps, layer=layer, group=group)
                 for k in inputs
             ]
 
+        emit_weights(0)
         emit_loads(0)
+        for m in range(1, len(members)):
+            emit_weights(m)
         for s, step in enumerate(steps):
             b = s % buffers
             if buffers == 1 and s > 0:
                 emit_loads(s)
             if buffers == 2 and s + 1 < len(steps):
                 emit_loads(s + 1)
-            deps = [*loads[s], *resident_loads, *stores.get(s - buffers, [])]
             produced_by: dict[str, int] = {}
-            for index, (op, member, plan) in enumerate(zip(ops, members, step.plans, strict=True)):
+            for index, (op, member, step_plan) in enumerate(zip(ops, members, step.plans, strict=True)):
+                deps = [*loads[s], *stores.get(s - buffers, []),
+                        *(resident_load[k] for k in member.operands if k is not None and k in constants)]
                 operands_local: list[LocalTensor | None] = []
                 for i, k in enumerate(member.operands):
                     if k is None:
@@ -354,7 +317,8 @@ class Codegen:
                     elif (index, i) in step.copies:
                         held, read = step.boxes[k], step.copies[index, i]
                         dims = slicing.sizes(read)
-                        part = local_tensor(copy_base[b][index, i], dtypes[k], read)
+                        addr = layout.buffer[index] + b * layout.buffer_sizes[index] + layout.copy_offsets[index, i]
+                        part = local_tensor(addr, dtypes[k], read)
                         starts = [r[0] - h[0] for r, h in zip(read, held, strict=True)]
                         attrs = {"axes": [0, 1, 2, 3], "starts": starts,
                                  "ends": [a + d for a, d in zip(starts, dims, strict=True)], "steps": [1, 1, 1, 1]}
@@ -367,16 +331,16 @@ class Codegen:
                 out = local(result, step.boxes[result], b)
                 share = int(np.prod(slicing.sizes(step.boxes[result]))) / max(1, int(np.prod(member.shape.results[0])))
                 produced_by[result] = program.emit(
-                    Compute, member.shape.kind, tuple(operands_local), (out,), plan.attrs, deps=deps, layer=names[index],
-                    macs=round(_macs(member.shape.kind, op) * share), group=group,
+                    Compute, member.shape.kind, tuple(operands_local), (out,), step_plan.attrs, deps=deps,
+                    layer=names[index], macs=round(_macs(member.shape.kind, op) * share), group=group,
                 )
             last_compute[s] = max(produced_by.values())
             stores[s] = []
-            for k in stored:
-                dst = self.places[values[k]].view().box(*_starts_sizes(step.boxes[k]))
-                stores[s].append(program.emit(DmaStore, local(k, step.boxes[k], b), dst, deps=[produced_by[k]], layer=layer,
-                                              group=group))
-                self.written_by[values[k]] = stores[s][-1]
+            for k in plan.stored:
+                dst = ddr[k].view().box(*_starts_sizes(step.boxes[k]))
+                stores[s].append(program.emit(DmaStore, local(k, step.boxes[k], b), dst, deps=[produced_by[k]],
+                                              layer=layer, group=group))
+                self.written_by[written[k]] = stores[s][-1]
 
     # DMA-only ops ------------------------------------------------------------------
 
@@ -733,12 +697,6 @@ def _macs(kind: str, op: Operation) -> int:
     return int(np.prod(out)) * per_output
 
 
-def local_tensor(addr: int, dtype: str, box: Box, constant: bool = False) -> LocalTensor:
-    """The local tensor holding `box` at lane address `addr`, in the lane layout (`shape4`)."""
-    dims = slicing.sizes(box)
-    return LocalTensor(addr, dtype, shape4(dims, constant), dims)
-
-
 class _LocalAllocator:
     """Lane addresses handed out in order, each aligned to the execution units."""
 
@@ -762,11 +720,40 @@ class _LocalAllocator:
         return local_tensor(self.reserve(self.lane_bytes(dtype, box, constant)), dtype, box, constant)
 
 
-def codegen(
-    module: ModuleOp, chip_name: str | None = None, layer_groups: Sequence[Sequence[Operation]] = ()
-) -> TpuModel:
-    """The device program of an addressed TPU module; `layer_groups` (runs of consecutive
-    ops of @main) run as groups where they can (op by op otherwise)."""
+def codegen(module: ModuleOp, chip_name: str | None = None) -> TpuModel:
+    """The device program of an addressed TPU module (its tpu.groups run as layer groups)."""
     chip = module.attributes.get("module.chip")
     name = chip_name or (chip.data if isinstance(chip, StringAttr) else "bm1684x")
-    return Codegen(module, chip_config(name), layer_groups).run()
+    return Codegen(module, chip_config(name)).run()
+
+
+def _int_attr(op: Operation, name: str) -> int:
+    attr = op.attributes.get(name)
+    if not isinstance(attr, IntegerAttr):
+        raise CodegenError(f"'{op.name}' has no integer attribute {name}")
+    return int(attr.value.data)
+
+
+def _ginfo_layout(plan: GroupPlan, body: Sequence[Operation], keys: dict[SSAValue, str]) -> groups.Layout:
+    """The plan's layout with the lane addresses the group's ops carry in their ginfo."""
+    layout = replace(
+        plan.layout, resident=dict(plan.layout.resident), streamed=dict(plan.layout.streamed),
+        sizes=dict(plan.layout.sizes), buffer=dict(plan.layout.buffer), buffer_sizes=dict(plan.layout.buffer_sizes),
+    )
+    for op in body:
+        info = op.attributes.get("ginfo")
+        if info is None or op.name == "tpu.store":
+            continue
+        out_addr, out_size, buffer_addr, buffer_size = (p.value.data for p in info.parameters[:4])  # type: ignore[attr-defined]
+        if op.name == "tpu.load":
+            k = keys[op.operands[0]]
+        else:
+            k = keys[op.results[0]]
+            m = plan.ops.index(op)
+            if m in layout.buffer:
+                layout.buffer[m], layout.buffer_sizes[m] = buffer_addr, buffer_size
+        if k in plan.constants:
+            layout.resident[k], layout.resident_sizes[k] = out_addr, out_size
+        else:
+            layout.streamed[k], layout.sizes[k] = out_addr, out_size
+    return layout

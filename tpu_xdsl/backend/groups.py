@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from tpu_xdsl.backend import slicing
 from tpu_xdsl.backend.slicing import Box, OpShape, SlicePlan
 
-GROUPABLE = slicing.ELEMENTWISE | slicing.WINDOW
+GROUPABLE = slicing.ELEMENTWISE | slicing.WINDOW | {"concat"}
 
 
 @dataclass(frozen=True)
@@ -193,3 +193,170 @@ def _cuts(size: int) -> list[int]:
             seen.add(pieces)
             counts.append(pieces)
     return counts
+
+
+# -- local memory of a group ------------------------------------------------------------
+
+
+@dataclass
+class Layout:
+    """Where a group keeps its tensors in each lane: constants once (`resident`), every
+    streamed tensor in `buffers` buffers of `sizes[key]` bytes from `streamed[key]`
+    (buffer b at streamed[key] + b * sizes[key]), and each member's local copies in a
+    buffer of its own (`buffer[m]`, `buffer_sizes[m]`, buffer b likewise; the copies of
+    member m one after the other in operand order, at `copy_offsets`). `banked`: every
+    streamed buffer starts on a bank boundary, so an op's inputs and output never share
+    a bank (the chip reads and writes one bank per cycle)."""
+
+    buffers: int
+    resident: dict[str, int]
+    resident_sizes: dict[str, int]
+    streamed: dict[str, int]
+    sizes: dict[str, int]
+    buffer: dict[int, int]
+    buffer_sizes: dict[int, int]
+    copy_offsets: dict[tuple[int, int], int]
+    total: int
+    banked: bool
+    # Bytes per lane each streamed tensor and each member's copies need at the least.
+    minimum: dict[str, int] = field(default_factory=dict)
+    buffer_minimum: dict[int, int] = field(default_factory=dict)
+
+
+def allocate(
+    members: Sequence[Member], steps: Sequence[Step], constants: set[str],
+    lane_bytes: Callable[[str, Box, bool], int], dtypes: dict[str, str],
+    lmem_bytes: int, bank_bytes: int, eu_bytes: int,
+) -> Layout | None:
+    """Lane addresses for a group's tensors: bank-aligned buffers when they fit, packed
+    (execution-unit aligned) otherwise; None when not even the packed layout fits."""
+    def up(size: int, align: int) -> int:
+        return -(-size // align) * align
+
+    buffers = 2 if len(steps) > 1 else 1
+    resident, resident_sizes, cursor = {}, {}, 0
+    for member in members:
+        for key, shape in zip(member.operands, member.shape.operands, strict=True):
+            if key is not None and key in constants and key not in resident:
+                assert shape is not None
+                resident[key] = cursor
+                resident_sizes[key] = up(lane_bytes(dtypes[key], slicing.whole(shape), True), eu_bytes)
+                cursor += resident_sizes[key]
+    streamed_keys = list(steps[0].boxes)
+    raw = {k: up(max(lane_bytes(dtypes[k], s.boxes[k], False) for s in steps), eu_bytes) for k in streamed_keys}
+    sites = sorted({w for s in steps for w in s.copies})
+    copy_raw = {
+        w: up(max(lane_bytes(dtypes[members[w[0]].operands[w[1]] or ""], s.copies[w], False)
+                  for s in steps if w in s.copies), eu_bytes)
+        for w in sites
+    }
+    for align in (bank_bytes, eu_bytes):
+        at = up(cursor, align)
+        streamed, sizes = {}, {}
+        for k in streamed_keys:
+            streamed[k], sizes[k] = at, up(raw[k], align)
+            at += buffers * sizes[k]
+        buffer, buffer_sizes, offsets = {}, {}, {}
+        for w in sites:
+            m = w[0]
+            if m not in buffer_sizes:
+                buffer_sizes[m] = 0
+            offsets[w] = buffer_sizes[m]
+            buffer_sizes[m] += copy_raw[w]
+        for m in sorted(buffer_sizes):
+            buffer[m] = at = up(at, align)
+            buffer_sizes[m] = up(buffer_sizes[m], align)
+            at += buffers * buffer_sizes[m]
+        if at <= lmem_bytes:
+            minimum = {m: sum(copy_raw[w] for w in sites if w[0] == m) for m in buffer}
+            return Layout(buffers, resident, resident_sizes, streamed, sizes, buffer, buffer_sizes, offsets, at,
+                          align == bank_bytes and align != eu_bytes, raw, minimum)
+    return None
+
+
+# -- cost ----------------------------------------------------------------------------------
+
+
+@dataclass
+class StepCost:
+    """Engine cycles of one step: the DMA loads of its inputs, each member's compute
+    (with its local copies), and each DMA store as (index of the member that makes the
+    tensor, cycles)."""
+
+    load: int
+    computes: list[int]
+    stores: list[tuple[int, int]]
+
+
+def resident_keys(members: Sequence[Member], constants: set[str]) -> list[list[str]]:
+    """The constants each member loads: those no earlier member needed."""
+    seen: set[str] = set()
+    out = []
+    for member in members:
+        keys = [k for k in member.operands if k is not None and k in constants and k not in seen]
+        seen.update(keys)
+        out.append(list(dict.fromkeys(keys)))
+    return out
+
+
+def pipeline_cycles(resident: Sequence[int], steps: Sequence[StepCost]) -> int:
+    """Makespan of a group's program as codegen orders it on the two in-order engines.
+    DMA: the weights of member 0 (`resident[m]`: the cycles to load member m's weights),
+    the loads of step 0, the other members' weights; then per step s the loads of step
+    s+1 (once compute s-1 freed their buffer) and the stores of step s (each after its
+    member's compute). Compute: per step, each member once its weights, the step's
+    loads and the stores of step s-2 (its buffer) are done. One step: load, compute,
+    store in turn."""
+    buffers = 2 if len(steps) > 1 else 1
+    dma = resident[0] + steps[0].load
+    load_done = {0: dma}
+    weights_done = [resident[0]]
+    for cycles in resident[1:]:
+        dma += cycles
+        weights_done.append(dma)
+    compute_done: dict[int, int] = {}
+    store_done: dict[int, int] = {}
+    compute = 0
+    for s, step in enumerate(steps):
+        if buffers == 1 and s > 0:
+            dma = max(dma, compute_done[s - 1]) + step.load
+            load_done[s] = dma
+        if buffers == 2 and s + 1 < len(steps):
+            dma = max(dma, compute_done.get(s - 1, 0)) + steps[s + 1].load
+            load_done[s + 1] = dma
+        finished = []
+        for m, cycles in enumerate(step.computes):
+            compute = max(compute, load_done[s], weights_done[m], store_done.get(s - buffers, 0)) + cycles
+            finished.append(compute)
+        compute_done[s] = compute
+        for m, cycles in step.stores:
+            dma = max(dma, finished[m]) + cycles
+        store_done[s] = dma
+    return max(dma, compute)
+
+
+def layout_problem(layout: Layout, needed: Layout, lmem_bytes: int) -> str | None:
+    """What is wrong with `layout` (read from the IR) for a group whose own layout is
+    `needed`: a buffer smaller than its tensor, past the end of local memory, or two that
+    overlap; None when it is sound."""
+    areas: list[tuple[int, int, str]] = []
+    for k, addr in layout.resident.items():
+        if layout.resident_sizes[k] < needed.resident_sizes[k]:
+            return f"weight {k} has {layout.resident_sizes[k]} bytes per lane and needs {needed.resident_sizes[k]}"
+        areas.append((addr, layout.resident_sizes[k], f"weight {k}"))
+    for k, addr in layout.streamed.items():
+        if layout.sizes[k] < needed.minimum[k]:
+            return f"tensor {k} has {layout.sizes[k]} bytes per lane and needs {needed.minimum[k]}"
+        areas.append((addr, layout.buffers * layout.sizes[k], f"tensor {k}"))
+    for m, addr in layout.buffer.items():
+        if layout.buffer_sizes[m] < needed.buffer_minimum[m]:
+            return f"the buffer of op {m} has {layout.buffer_sizes[m]} bytes per lane and needs {needed.buffer_minimum[m]}"
+        areas.append((addr, layout.buffers * layout.buffer_sizes[m], f"the buffer of op {m}"))
+    areas.sort()
+    for (a0, s0, n0), (a1, _, n1) in zip(areas, areas[1:]):
+        if a0 + s0 > a1:
+            return f"{n0} at lane address {a0} overlaps {n1} at {a1}"
+    if areas and areas[-1][0] + areas[-1][1] > lmem_bytes:
+        addr, size, what = areas[-1]
+        return f"{what} ends at lane byte {addr + size}, past the {lmem_bytes} bytes of local memory"
+    return None

@@ -18,6 +18,8 @@ local data through `LocalTensor`s in the lane layout of DESIGN.md section 6.
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -109,7 +111,7 @@ class LocalTensor:
     eu_align: bool = True
 
     def __post_init__(self) -> None:
-        if int(np.prod(self.shape4)) != int(np.prod(self.view)):
+        if math.prod(self.shape4) != math.prod(self.view):
             raise IllegalProgramError(
                 f"local tensor {list(self.shape4)} and its view {list(self.view)} hold different numbers of elements"
             )

@@ -48,18 +48,27 @@ def mode_of(dtype: str) -> str:
     return {"float16": "F16", "bfloat16": "BF16", "float32": "F32"}[dtype]
 
 
+def dma_load_cycles(chip: ChipConfig, nbytes: int) -> int:
+    """DDR -> local memory."""
+    return chip.dma_latency + math.ceil(nbytes / (chip.ddr_to_lmem_bytes_per_s / chip.clock_hz))
+
+
+def dma_store_cycles(chip: ChipConfig, nbytes: int) -> int:
+    """Local memory -> DDR (a fill writes at this rate too)."""
+    return chip.dma_latency + math.ceil(nbytes / (chip.lmem_to_ddr_bytes_per_s / chip.clock_hz))
+
+
 def dma_cycles(chip: ChipConfig, instruction: Instruction) -> int:
-    per_cycle_in = chip.ddr_to_lmem_bytes_per_s / chip.clock_hz
-    per_cycle_out = chip.lmem_to_ddr_bytes_per_s / chip.clock_hz
     match instruction:
         case DmaLoad():
-            return chip.dma_latency + math.ceil(instruction.dst.nbytes / per_cycle_in)
+            return dma_load_cycles(chip, instruction.dst.nbytes)
         case DmaStore():
-            return chip.dma_latency + math.ceil(instruction.src.nbytes / per_cycle_out)
+            return dma_store_cycles(chip, instruction.src.nbytes)
         case DmaCopy():
-            return chip.dma_latency + math.ceil(instruction.src.nbytes / min(per_cycle_in, per_cycle_out))
+            per_cycle = min(chip.ddr_to_lmem_bytes_per_s, chip.lmem_to_ddr_bytes_per_s) / chip.clock_hz
+            return chip.dma_latency + math.ceil(instruction.src.nbytes / per_cycle)
         case DmaFill():
-            return chip.dma_latency + math.ceil(instruction.dst.nbytes / per_cycle_out)
+            return dma_store_cycles(chip, instruction.dst.nbytes)
     raise TypeError(f"not a DMA instruction: {type(instruction).__name__}")
 
 

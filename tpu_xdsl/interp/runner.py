@@ -161,10 +161,10 @@ class ModuleRunner:
 
     def __init__(self, module: ModuleOp, weights: Mapping[str, np.ndarray]):
         from tpu_xdsl.interp.top_interpreter import TopFunctions
-        from tpu_xdsl.interp.tpu_interpreter import TpuFunctions
+        from tpu_xdsl.interp.tpu_interpreter import TpuFunctions, TpuGroupFunctions
 
         self.module = module
-        self.functions = [FuncFunctions(), TopFunctions(weights), TpuFunctions()]
+        self.functions = [FuncFunctions(), TopFunctions(weights), TpuFunctions(), TpuGroupFunctions()]
         self.output_names = output_names(module)
 
     def run(

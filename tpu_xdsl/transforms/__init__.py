@@ -68,6 +68,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return TpuAssignMemory
 
+    def tpu_layer_group():
+        from tpu_xdsl.transforms.tpu_layer_group import TpuLayerGroup
+
+        return TpuLayerGroup
+
     return {
         "import-calibration": import_calibration,
         "lower-top-to-tpu": lower_top_to_tpu,
@@ -81,4 +86,5 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "top-fuse-relu": top_fuse_relu,
         "top-fuse-silu": top_fuse_silu,
         "tpu-assign-memory": tpu_assign_memory,
+        "tpu-layer-group": tpu_layer_group,
     }

@@ -1,0 +1,139 @@
+"""tpu-layer-group: the choice of groups (dynamic programming against every partition, the
+greedy rule), the cost model against the device model's own timing, legality checks in
+codegen, and a branch that meets in a concat computed bit for bit inside a group."""
+
+from __future__ import annotations
+
+import itertools
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from tests.test_codegen import lower, model_of, node, weight
+from tests.test_layer_group_codegen import conv_chain
+from tpu_xdsl.backend.codegen import CodegenError, codegen
+from tpu_xdsl.device.chip import chip_config
+from tpu_xdsl.device.runtime import run_model
+from tpu_xdsl.device.simulator import schedule
+from tpu_xdsl.dialects.tpu import LgInfoAttr
+from tpu_xdsl.interp.runner import ModuleRunner, main_func
+from tpu_xdsl.transforms.tpu_assign_memory import assign_memory
+from tpu_xdsl.transforms.tpu_layer_group import choose_dp, choose_greedy, layer_group
+from tpu_xdsl.weights import weights_of
+
+
+class TableCosts:
+    """Group costs from a table: cost[i, j] cycles, None where ops i..j cannot be a group."""
+
+    def __init__(self, table: dict[tuple[int, int], int | None]):
+        self.table = table
+
+    def plan(self, i: int, j: int):
+        cycles = self.table[i, j]
+        return None if cycles is None else SimpleNamespace(cycles=cycles)
+
+
+def partitions(n: int):
+    """Every split of ops 0..n-1 into consecutive groups, as (first, last) spans."""
+    for cuts in itertools.product((False, True), repeat=n - 1):
+        spans, start = [], 0
+        for k, cut in enumerate(cuts, start=1):
+            if cut:
+                spans.append((start, k - 1))
+                start = k
+        spans.append((start, n - 1))
+        yield spans
+
+
+def random_table(rng, n: int):
+    """Costs where a group that cannot be formed stays impossible when it grows to the
+    left (as for real groups: more ops never fit where fewer did not)."""
+    table = {}
+    for j in range(n):
+        longest = int(rng.integers(1, n + 1))
+        for i in range(j + 1):
+            table[i, j] = None if j - i + 1 > longest else int(rng.integers(1, 100)) * (j - i + 1) - int(rng.integers(0, 50))
+    for k in range(n):
+        table[k, k] = int(rng.integers(20, 120))
+    return table
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_dynamic_programming_finds_the_cheapest_partition(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 9))
+    table = random_table(rng, n)
+    costs = TableCosts(table)
+
+    def total(spans):
+        values = [table[span] for span in spans]
+        return None if any(v is None for v in values) else sum(values)
+
+    best = min(t for t in map(total, partitions(n)) if t is not None)
+    spans = choose_dp(costs, n)
+    assert [s for span in spans for s in range(span[0], span[1] + 1)] == list(range(n))
+    assert total(spans) == best
+    greedy = choose_greedy(costs, n)
+    assert total(greedy) is not None and total(greedy) >= best
+
+
+def test_greedy_joins_only_when_it_pays():
+    # ops 0,1 together cost 15 < 10 + 10; adding op 2 costs 40 > 15 + 10; ops 2,3 cost 12.
+    table = {(0, 0): 10, (1, 1): 10, (2, 2): 10, (3, 3): 10, (0, 1): 15, (1, 2): 30, (2, 3): 12,
+             (0, 2): 40, (1, 3): 50, (0, 3): 60}
+    assert choose_greedy(TableCosts(table), 4) == [(0, 1), (2, 3)]
+    assert choose_dp(TableCosts(table), 4) == [(0, 1), (2, 3)]
+
+
+@pytest.mark.parametrize(("scheme", "chip"), [("INT8", "cv183x"), ("INT8", "bm1684x"), ("BF16", "cv183x")])
+def test_the_cost_model_predicts_the_device_model(scheme, chip, tmp_path):
+    """The estimate the pass chooses groups by, against the cycles the device model takes
+    for the instructions codegen emits for the group."""
+    tpu, _ = lower(conv_chain(), scheme, chip, tmp_path)
+    (plan,) = layer_group(tpu).plans
+    assign_memory(tpu)
+    model = codegen(tpu)
+    grouped = [i for i in model.instructions if i.group == 0]
+    assert len(grouped) == len(model.instructions)  # the whole graph is the group
+    simulated = schedule(chip_config(chip), model.instructions).total_cycles
+    assert abs(plan.cycles - simulated) <= 0.05 * simulated, (plan.cycles, simulated)
+
+
+def test_codegen_refuses_a_group_whose_buffers_overlap(tmp_path):
+    tpu, _ = lower(conv_chain(), "INT8", "cv183x", tmp_path)
+    layer_group(tpu)
+    assign_memory(tpu)
+    group = next(op for op in main_func(tpu).body.block.ops if op.name == "tpu.group")
+    convs = [op for op in group.regions[0].block.ops if op.name == "tpu.conv"]
+    first, second = (c.attributes["ginfo"] for c in convs)
+    # the second conv's output moved onto the first's
+    params = list(second.parameters)
+    params[0] = first.parameters[0]
+    convs[1].attributes["ginfo"] = LgInfoAttr(*params)
+    with pytest.raises(CodegenError, match="overlaps .*run tpu-layer-group again"):
+        codegen(tpu)
+
+
+def branch_model():
+    """A 1x1 and a 3x3 conv of x, their concat along channels, a max pool."""
+    nodes = [
+        node("Conv", ["x", "wa", "ba"], ["a"], kernel_shape=[1, 1]),
+        node("Conv", ["x", "wb", "bb"], ["b"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        node("Concat", ["a", "b"], ["cat"], axis=1),
+        node("MaxPool", ["cat"], ["y"], kernel_shape=[2, 2], strides=[2, 2]),
+    ]
+    inits = [weight("wa", [16, 8, 1, 1]), weight("ba", [16], 0.1), weight("wb", [24, 8, 3, 3]), weight("bb", [24], 0.1)]
+    return model_of(nodes, [("x", [1, 8, 96, 64])], "y", inits)
+
+
+@pytest.mark.parametrize("chip", ["cv183x", "bm1684x"])
+def test_a_branch_meeting_in_a_concat_runs_in_one_group_bit_for_bit(chip, tmp_path):
+    tpu, feeds = lower(branch_model(), "INT8", chip, tmp_path)
+    expected = ModuleRunner(tpu, weights_of(tpu)).run(feeds)
+    report = layer_group(tpu)
+    assert any({"tpu.conv", "tpu.concat", "tpu.max_pool"} <= {op.name for op in plan.ops} for plan in report.plans)
+    assign_memory(tpu)
+    got = run_model(codegen(tpu), feeds).outputs
+    for name, value in expected.items():
+        np.testing.assert_array_equal(got[name], value, err_msg=name)
