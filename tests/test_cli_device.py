@@ -61,7 +61,10 @@ def test_run_equals_the_interpreter_bit_for_bit(compiled, tmp_path, capsys):
     assert code == 0, err
     with np.load(device_out) as device, np.load(interp_out) as interp:
         shared = sorted(set(device.files) & set(interp.files))
-        assert {"relu", "flat", "logits", "logits_f32"} <= set(shared)
+        # "relu" (the conv's output) lives in local memory only: the conv runs in a layer
+        # group with the input's cast and the requantization after it.
+        assert {"flat", "logits", "logits_f32"} <= set(shared)
+        assert "relu" in interp.files and "relu" not in device.files
         for name in shared:
             assert device[name].dtype == interp[name].dtype, name
             np.testing.assert_array_equal(device[name], interp[name], err_msg=name)
@@ -75,11 +78,15 @@ def test_run_profile_reports_every_layer(compiled, tmp_path, capsys):
     lines = out.splitlines()
     assert lines[0].split() == ["layer", "or", "group", "ops", "slices", "cycles", "compute", "dma", "MACs", "util",
                                 "DMA", "bytes", "compute%", "DMA%"]
-    rows = {line.split()[0]: line.split() for line in lines[1:] if line.split() and line.split()[0] in ("relu", "logits")}
+    rows = {line.split()[0]: line.split() for line in lines[1:] if line.split() and line.split()[0] == "logits"}
+    # The input's cast, the conv (+relu) and its requantization run as one layer group.
+    group = next(line.split() for line in lines if line.startswith("group 0: "))
+    assert group[3:5] == ["3", "1x1"]
+    assert "    ops: image_int8, relu, relu_per_tensor" in lines
     # MACs counted by hand: conv 4 oc x 3 ic x 9 taps x 64 pixels; matmul 256 x 5.
-    assert rows["relu"][6] == str(4 * 3 * 9 * 64)
+    assert group[8] == str(4 * 3 * 9 * 64)
     assert rows["logits"][6] == str(256 * 5)
-    assert rows["relu"][1:3] == ["-", "-"]  # not in a layer group
+    assert rows["logits"][1:3] == ["-", "-"]  # not in a layer group
     assert any(line.startswith("roofline: bound ") for line in lines)
     total = next(line for line in lines if line.startswith("total: "))
     assert f"{4 * 3 * 9 * 64 + 256 * 5} MACs" in total

@@ -180,6 +180,8 @@ class Lowered:
     module: object  # xdsl ModuleOp
     onnx_path: Path
     test_input: dict  # input name -> array: the first calibration sample, preprocessed
+    top_mlir: Path | None = None  # the TOP module (canonicalized), as transform writes it
+    calibration_table: Path | None = None  # INT8: the table, as calibrate writes it
 
 
 def lower_model(name: str, folder: Path, mode: str, chip: str, samples: int = 16) -> Lowered:
@@ -190,6 +192,7 @@ def lower_model(name: str, folder: Path, mode: str, chip: str, samples: int = 16
 
     from tpu_xdsl.calibration.calibrator import Options, calibrate
     from tpu_xdsl.calibration.dataset import Dataset, SampleLoader
+    from tpu_xdsl.calibration.table import write_table
     from tpu_xdsl.frontend.onnx_importer import import_onnx, load_model
     from tpu_xdsl.ir_io import save_module
     from tpu_xdsl.transforms.import_calibration import import_calibration
@@ -217,7 +220,11 @@ def lower_model(name: str, folder: Path, mode: str, chip: str, samples: int = 16
         write_text_samples(data, samples)
     dataset = Dataset.from_dir(data, samples)
     module = result.module
+    table_path = None
     if mode.upper() == "INT8":
-        import_calibration(module, calibrate(mlir, dataset, Options(jobs=1)).table, "table")
+        table = calibrate(mlir, dataset, Options(jobs=1)).table
+        table_path = folder / f"{name}_cali_table"
+        write_table(table_path, table)
+        import_calibration(module, table, str(table_path))
     lower_top_to_tpu(module, mode.upper(), chip)
-    return Lowered(module, path, SampleLoader(module).load(dataset.paths[0]))
+    return Lowered(module, path, SampleLoader(module).load(dataset.paths[0]), mlir, table_path)

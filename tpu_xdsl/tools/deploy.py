@@ -42,6 +42,14 @@ def add_parser(subparsers) -> None:
     p.add_argument("--quant-output", action="store_true", help="INT8 model outputs (no float cast at the outputs)")
     p.add_argument("--test-input", help=".npz/.npy input or image to compare on")
     p.add_argument("--test-reference", help="TOP tensors (.npz written by transform --test-result)")
+    p.add_argument(
+        "--disable-layer-group", action="store_true",
+        help="run every op alone out of DDR (default: tpu-layer-group keeps runs of ops in local memory)",
+    )
+    p.add_argument(
+        "--opt", type=int, choices=(1, 2), default=2,
+        help="how tpu-layer-group chooses groups: 1 greedy, 2 dynamic programming over a cycle cost model (default)",
+    )
     p.add_argument("--tolerance", help="min cosine,euclidean (default by mode: F32 0.99,0.99; F16/BF16 0.99,0.95; INT8 0.95,0.85)")
     p.add_argument(
         "-o", "--output", required=True,
@@ -195,7 +203,7 @@ def deploy(args: argparse.Namespace) -> int:
         print(f"tpu-xdsl: warning: {line}", file=sys.stderr)
     for line in report.lines():
         print(f"note: {line}")
-    model = _compile(module) if compiled else None
+    model = _compile(module, not args.disable_layer_group, args.opt) if compiled else None
     save_module(module, mlir_output, dict(weights_of(module)))
     from xdsl.dialects.builtin import StringAttr
 
@@ -221,11 +229,15 @@ def deploy(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
-def _compile(module):
-    """Addresses (tpu-assign-memory) and the device program (codegen) of a lowered module."""
+def _compile(module, group: bool = True, opt: int = 2):
+    """Layer groups (tpu-layer-group), addresses (tpu-assign-memory) and the device program
+    (codegen) of a lowered module."""
     from tpu_xdsl.backend.codegen import codegen
     from tpu_xdsl.transforms.tpu_assign_memory import assign_memory
+    from tpu_xdsl.transforms.tpu_layer_group import layer_group
 
+    if group:
+        print(f"note: {layer_group(module, opt).summary()}")
     plan = assign_memory(module)
     print(f"note: {plan.summary()}")
     return codegen(module)
