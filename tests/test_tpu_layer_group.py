@@ -137,3 +137,32 @@ def test_a_branch_meeting_in_a_concat_runs_in_one_group_bit_for_bit(chip, tmp_pa
     got = run_model(codegen(tpu), feeds).outputs
     for name, value in expected.items():
         np.testing.assert_array_equal(got[name], value, err_msg=name)
+
+
+def test_weights_go_clear_of_the_group_before_first():
+    from tpu_xdsl.backend.groups import _place_weights
+
+    sizes = {"w0": 100, "w1": 350, "w2": 200}
+    # [0, 1000): the group before uses [400, 800). w0 fits clear at 0; w1 fits neither in
+    # [100, 400) nor in [800, 1000): it waits; w2 is clear at 100; then w1 goes first fit
+    # into what is left, at 300 (it will be loaded when its own group starts).
+    assert _place_weights(sizes, 0, 1000, [(400, 800)]) == {"w0": 0, "w1": 300, "w2": 100}
+    # nothing to avoid: first fit in order
+    assert _place_weights(sizes, 0, 1000, []) == {"w0": 0, "w1": 100, "w2": 450}
+    assert _place_weights(sizes, 0, 600, []) is None
+
+
+def test_a_group_loads_the_next_groups_weights_while_it_runs(tmp_path):
+    """ResNet-50's groups follow each other; weights of a group that lie clear of the lane
+    memory of the group before it are loaded before that group's last instruction."""
+    from tpu_xdsl import zoo
+
+    lowered = zoo.lower_model("light_resnet50", tmp_path, "INT8", "bm1684x", samples=2)
+    layer_group(lowered.module)
+    assign_memory(lowered.module)
+    model = codegen(lowered.module)
+    last = {}
+    for instruction in model.instructions:
+        last[instruction.group] = instruction.id
+    early = [i for i in model.instructions if i.group > 0 and i.id < last.get(i.group - 1, -1)]
+    assert early and all(type(i).__name__ == "DmaLoad" for i in early)

@@ -90,6 +90,18 @@ class _Tensor:
 
 
 @dataclass
+class _PreparedGroup:
+    """A tpu.group ready to emit: its plan, lane layout, DDR places and stored values by
+    key, and the weights a group before it loaded ahead (key -> local tensor, load)."""
+
+    plan: GroupPlan
+    layout: groups.Layout
+    ddr: dict[str, _Tensor]
+    written: dict[str, SSAValue]
+    prefetched: dict[str, tuple[LocalTensor, int]] = field(default_factory=dict)
+
+
+@dataclass
 class _Program:
     chip: ChipConfig
     instructions: list[Instruction] = field(default_factory=list)
@@ -120,22 +132,21 @@ class Codegen:
         self.written_by: dict[SSAValue, int] = {}
         self.weights = weights_of(module)
         self.coefficients = bytearray()
-        self.group_descs: list[GroupDesc] = []  # instructions of group i carry group=i
+        self.group_descs: list[GroupDesc] = []
+        self.prepared: dict[Operation, _PreparedGroup] = {}  # instructions of group i carry group=i
 
     # -- the whole module ------------------------------------------------------------
 
     def run(self) -> TpuModel:
         main = main_func(self.module)
-        for op in main.body.block.ops:
-            if op.name == "func.return":
-                continue
-            if op.name == "top.none":
-                continue
+        ops = [op for op in main.body.block.ops if op.name not in ("func.return", "top.none")]
+        for op in ops:  # every place first: a group loads the next group's weights ahead
             addresses = _ddr_addresses(op)
             for value, addr in zip(op.results, addresses, strict=True):
                 t = value.type
                 assert isinstance(t, TensorType)
                 self.places[value] = _Tensor(addr, tuple(t.get_shape()), dtype_name(numpy_dtype(t.element_type)))
+        for op in ops:
             if op.name == "top.weight":
                 self._place_weight(op)
             elif op.name == "tpu.group":
@@ -226,9 +237,11 @@ class Codegen:
             tuple(self.places[r].shape for r in op.results),
         )
 
-    def _lower_tpu_group(self, group: Operation) -> None:
-        """A tpu.group: its steps planned again from its ops and its cut (n_slices x h_slices),
-        its tensors at the lane addresses of their ginfo, emitted as a 3-stage pipeline."""
+    def _prepare_group(self, group: Operation) -> _PreparedGroup:
+        """A tpu.group's plan (its steps planned again from its ops and its cut, n_slices x
+        h_slices), the lane addresses of its ginfo, and where its tensors are in DDR."""
+        if group in self.prepared:
+            return self.prepared[group]
         body = list(group.regions[0].block.ops)
         loaded = {op.results[0]: op.operands[0] for op in body if op.name == "tpu.load"}
         stores = [op for op in body if op.name == "tpu.store"]
@@ -252,26 +265,47 @@ class Codegen:
         problem = groups.layout_problem(layout, plan.layout, self.chip.lmem_bytes)
         if problem:
             raise CodegenError(f"tpu.group '{name}': {problem}; run tpu-layer-group again")
-        self._emit_group(plan, layout, ddr, written)
+        prepared = self.prepared[group] = _PreparedGroup(plan, layout, ddr, written)
+        return prepared
 
-    def _emit_group(self, plan: GroupPlan, layout: groups.Layout, ddr: dict[str, _Tensor],
-                    written: dict[str, SSAValue]) -> None:
+    def _lower_tpu_group(self, group: Operation) -> None:
+        """A tpu.group, emitted as a 3-stage pipeline; when the op after it is a group whose
+        weights lie clear of this one's lane memory, their loads go in while this one runs."""
+        prepared = self._prepare_group(group)
+        after = group.next_op
+        while after is not None and after.name in ("top.weight", "top.none"):
+            after = after.next_op
+        following, ahead = None, []
+        if after is not None and after.name == "tpu.group":
+            following = self._prepare_group(after)
+            ahead = groups.weights_clear_of(following.layout, prepared.layout)
+        self._emit_group(prepared, following, ahead)
+
+    def _emit_group(self, prepared: _PreparedGroup, following: _PreparedGroup | None = None,
+                    ahead: Sequence[str] = ()) -> None:
         program = self.program
+        plan, layout, ddr, written = prepared.plan, prepared.layout, prepared.ddr, prepared.written
         ops, members, steps, constants, dtypes = plan.ops, plan.members, plan.steps, plan.constants, plan.dtypes
         produced = {k for m in members for k in m.results}
         layer = (tensor_names(ops[-1]) or ["group"])[0]
         names = tuple((tensor_names(op) or [member.shape.kind])[0] for op, member in zip(ops, members, strict=True))
         group = len(self.group_descs)
         self.group_descs.append(GroupDesc(layer, names, plan.n_slices, plan.h_slices))
+        before = next((i.id for i in reversed(program.instructions) if isinstance(i, Compute)), None)
         # Weights stay resident. Member 0's are loaded first, then the inputs of step 0, then
         # the others' in member order: each member waits only for its own weights, so later
-        # weights arrive while the first members compute.
+        # weights arrive while the first members compute. Weights the group before loaded
+        # ahead (`prefetched`) are not loaded again.
         resident: dict[str, LocalTensor] = {}
         resident_load: dict[str, int] = {}
+        for k, (early, load) in prepared.prefetched.items():
+            resident[k], resident_load[k] = early, load
         by_member = groups.resident_keys(members, constants)
 
         def emit_weights(m: int) -> None:
             for k in by_member[m]:
+                if k in resident:
+                    continue
                 place = ddr[k]
                 resident[k] = local_tensor(layout.resident[k], place.dtype, slicing.whole(place.shape), constant=True)
                 resident_load[k] = program.emit(DmaLoad, place.view(), resident[k], layer=layer, group=group)
@@ -298,6 +332,18 @@ class Codegen:
         emit_loads(0)
         for m in range(1, len(members)):
             emit_weights(m)
+        if following is not None:
+            # The next group's weights that lie in lane memory this group does not touch,
+            # once whatever ran before this group is done with it.
+            next_plan, next_layer = following.plan, (tensor_names(following.plan.ops[-1]) or ["group"])[0]
+            for keys in groups.resident_keys(next_plan.members, next_plan.constants):
+                for k in (k for k in keys if k in ahead):
+                    place = following.ddr[k]
+                    early = local_tensor(following.layout.resident[k], place.dtype, slicing.whole(place.shape),
+                                         constant=True)
+                    load = program.emit(DmaLoad, place.view(), early, deps=[] if before is None else [before],
+                                        layer=next_layer, group=group + 1)
+                    following.prefetched[k] = (early, load)
         for s, step in enumerate(steps):
             b = s % buffers
             if buffers == 1 and s > 0:
@@ -463,7 +509,7 @@ class Codegen:
         slices, buffers = self._slices(op, shape, dtypes, result_dtypes, layer)
         resident = [
             i for i, v in enumerate(operands)
-            if v is not None and shape.constants[i] and all(s.operands[i] == slices[0].operands[i] for s in slices)
+            if v is not None and (shape.constants[i] or len(slices) > 1) and all(s.operands[i] == slices[0].operands[i] for s in slices)
         ]
         self._emit_slices(op, shape, operands, slices, resident, layer, dtypes, result_dtypes, buffers)
 
@@ -522,7 +568,7 @@ class Codegen:
                 lane_bytes(dtype, p.operands[i], shape.constants[i]) for p in plans if p.operands[i] is not None
             )
             same = all(p.operands[i] == plans[0].operands[i] for p in plans)
-            if shape.constants[i] and same:
+            if same and (shape.constants[i] or len(plans) > 1):
                 resident += biggest
             else:
                 streamed += biggest
@@ -554,19 +600,32 @@ class Codegen:
         loads: dict[int, list[int]] = {}
         computes: dict[int, int] = {}
         stores: dict[int, list[int]] = {}
+        # An operand is loaded only when its box changes from the slice before (slices run
+        # N, C, H, W from the outside in, so a filter's box stays while the rows of one
+        # channel slice go by); each new box goes into the operand's other buffer, once the
+        # last compute that read that buffer is done.
+        held: dict[int, Box | None] = {i: None for i in streamed}
+        version = {i: -1 for i in streamed}
+        current: dict[int, int] = {}  # operand -> the load of its current box
+        buffer_of: dict[tuple[int, int], int] = {}  # (slice, operand) -> its buffer
+        last_reader: dict[tuple[int, int], int] = {}  # (operand, buffer) -> the compute reading it last
 
         def emit_loads(k: int) -> None:
             plan = slices[k]
-            b = k % buffers
-            # the buffer's previous user: the compute `buffers` slices back
-            deps = [computes[k - buffers]] if k - buffers in computes else []
             ids = []
             for i in streamed:
                 box = plan.operands[i]
                 assert box is not None
-                src = self.places[operands[i]].view().box(*_starts_sizes(box))
-                local = local_tensor(bases_in[b][i], dtypes[i], box, constant[i])
-                ids.append(program.emit(DmaLoad, src, local, deps=deps, layer=layer))
+                if box != held[i]:
+                    held[i] = box
+                    version[i] += 1
+                    b = version[i] % buffers
+                    src = self.places[operands[i]].view().box(*_starts_sizes(box))
+                    local = local_tensor(bases_in[b][i], dtypes[i], box, constant[i])
+                    deps = [last_reader[i, b]] if (i, b) in last_reader else []
+                    current[i] = program.emit(DmaLoad, src, local, deps=deps, layer=layer)
+                buffer_of[k, i] = version[i] % buffers
+                ids.append(current[i])
             loads[k] = ids
 
         macs = _macs(kind, op)
@@ -589,13 +648,15 @@ class Codegen:
                 else:
                     box = plan.operands[i]
                     assert box is not None
-                    inputs.append(local_tensor(bases_in[b][i], dtypes[i], box, constant[i]))
+                    inputs.append(local_tensor(bases_in[buffer_of[k, i]][i], dtypes[i], box, constant[i]))
             outputs = tuple(local_tensor(bases_out[b][j], result_dtypes[j], plan.outputs[j]) for j in range(len(op.results)))
             deps = [*loads[k], *resident_loads, *stores.get(k - buffers, [])]
             share = int(np.prod(slicing.sizes(plan.outputs[0]))) / total_out
             computes[k] = program.emit(
                 Compute, kind, tuple(inputs), outputs, plan.attrs, deps=deps, layer=layer, macs=round(macs * share)
             )
+            for i in streamed:
+                last_reader[i, buffer_of[k, i]] = computes[k]
             ids = []
             for j, value in enumerate(op.results):
                 dst = self.places[value].view().box(*_starts_sizes(plan.outputs[j]))

@@ -163,6 +163,12 @@ class GroupPlanner:
         return GroupPlan(list(ops), members, values, constants, dtypes, n_slices, h_slices, steps, layout,
                          stored_keys, cycles, dma_bytes)
 
+    def relayout(self, plan: GroupPlan, avoid: Sequence[tuple[int, int]]) -> groups.Layout | None:
+        """The plan's layout with its weights clear of `avoid` where they fit, or None."""
+        chip = self.chip
+        return groups.allocate(plan.members, plan.steps, plan.constants, self.lane_bytes, plan.dtypes,
+                               chip.lmem_bytes, chip.lmem_bank_bytes, chip.eu_bytes, avoid)
+
     # -- the cost model: the device's timing of what codegen emits -----------------------
 
     def _cost(self, members, steps, constants, dtypes, stored) -> tuple[int, int]:

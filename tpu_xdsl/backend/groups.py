@@ -226,22 +226,23 @@ class Layout:
 def allocate(
     members: Sequence[Member], steps: Sequence[Step], constants: set[str],
     lane_bytes: Callable[[str, Box, bool], int], dtypes: dict[str, str],
-    lmem_bytes: int, bank_bytes: int, eu_bytes: int,
+    lmem_bytes: int, bank_bytes: int, eu_bytes: int, avoid: Sequence[tuple[int, int]] = (),
 ) -> Layout | None:
-    """Lane addresses for a group's tensors: bank-aligned buffers when they fit, packed
-    (execution-unit aligned) otherwise; None when not even the packed layout fits."""
+    """Lane addresses for a group's tensors: the streamed buffers from address 0, each on a
+    bank boundary when they fit that way (packed to the execution units otherwise), the
+    weights above them, first fit in member order. Weights go first into space clear of
+    the `avoid` ranges (what the group before uses: there they can be loaded while it
+    runs), then anywhere left. None when they do not fit."""
     def up(size: int, align: int) -> int:
         return -(-size // align) * align
 
     buffers = 2 if len(steps) > 1 else 1
-    resident, resident_sizes, cursor = {}, {}, 0
+    weights: dict[str, int] = {}
     for member in members:
         for key, shape in zip(member.operands, member.shape.operands, strict=True):
-            if key is not None and key in constants and key not in resident:
+            if key is not None and key in constants and key not in weights:
                 assert shape is not None
-                resident[key] = cursor
-                resident_sizes[key] = up(lane_bytes(dtypes[key], slicing.whole(shape), True), eu_bytes)
-                cursor += resident_sizes[key]
+                weights[key] = up(lane_bytes(dtypes[key], slicing.whole(shape), True), eu_bytes)
     streamed_keys = list(steps[0].boxes)
     raw = {k: up(max(lane_bytes(dtypes[k], s.boxes[k], False) for s in steps), eu_bytes) for k in streamed_keys}
     sites = sorted({w for s in steps for w in s.copies})
@@ -251,7 +252,7 @@ def allocate(
         for w in sites
     }
     for align in (bank_bytes, eu_bytes):
-        at = up(cursor, align)
+        at = 0
         streamed, sizes = {}, {}
         for k in streamed_keys:
             streamed[k], sizes[k] = at, up(raw[k], align)
@@ -267,11 +268,63 @@ def allocate(
             buffer[m] = at = up(at, align)
             buffer_sizes[m] = up(buffer_sizes[m], align)
             at += buffers * buffer_sizes[m]
-        if at <= lmem_bytes:
+        resident = _place_weights(weights, up(at, eu_bytes), lmem_bytes, avoid)
+        if resident is not None:
             minimum = {m: sum(copy_raw[w] for w in sites if w[0] == m) for m in buffer}
-            return Layout(buffers, resident, resident_sizes, streamed, sizes, buffer, buffer_sizes, offsets, at,
+            top = max([at, *(resident[k] + weights[k] for k in resident)])
+            return Layout(buffers, resident, dict(weights), streamed, sizes, buffer, buffer_sizes, offsets, top,
                           align == bank_bytes and align != eu_bytes, raw, minimum)
     return None
+
+
+def _place_weights(sizes: dict[str, int], low: int, high: int, avoid: Sequence[tuple[int, int]]) -> dict[str, int] | None:
+    """First-fit addresses in [low, high) for weights of `sizes` (in order): into free space
+    clear of `avoid` first, the rest into any free space; None when they do not fit."""
+    free = [(low, high)]  # free ranges, by address
+
+    def take(size: int, clear: bool) -> int | None:
+        for index, (start, end) in enumerate(free):
+            at = start
+            while at + size <= end:
+                hit = next(((a0, a1) for a0, a1 in avoid if clear and a0 < at + size and at < a1), None)
+                if hit is None:
+                    free[index:index + 1] = [r for r in ((start, at), (at + size, end)) if r[1] > r[0]]
+                    return at
+                at = hit[1]
+        return None
+
+    placed: dict[str, int] = {}
+    later = []
+    for key, size in sizes.items():
+        at = take(size, True) if avoid else None
+        if at is None:
+            later.append(key)
+        else:
+            placed[key] = at
+    for key in later:
+        at = take(sizes[key], False)
+        if at is None:
+            return None
+        placed[key] = at
+    return {key: placed[key] for key in sizes}
+
+
+def areas(layout: Layout) -> list[tuple[int, int]]:
+    """The (start, end) lane byte ranges a layout occupies."""
+    spans = [(a, a + layout.resident_sizes[k]) for k, a in layout.resident.items()]
+    spans += [(a, a + layout.buffers * layout.sizes[k]) for k, a in layout.streamed.items()]
+    spans += [(a, a + layout.buffers * layout.buffer_sizes[m]) for m, a in layout.buffer.items()]
+    return spans
+
+
+def weights_clear_of(layout: Layout, before: Layout) -> list[str]:
+    """The weights of `layout` that lie outside everything `before` (the group that runs
+    first) occupies: they can be loaded while that group runs."""
+    taken = areas(before)
+    return [
+        k for k, start in layout.resident.items()
+        if all(start + layout.resident_sizes[k] <= t0 or t1 <= start for t0, t1 in taken)
+    ]
 
 
 # -- cost ----------------------------------------------------------------------------------

@@ -6,7 +6,9 @@ used after the group leave through `tpu.store` and `tpu.yield`; everything else
 stays in local memory. The group is cut along N, then H of its last op's
 output (`n_slices` x `h_slices` steps); backward slice inference through every
 op's window gives each tensor's box per step (`backend.groups`). Weights are
-loaded once and stay resident while the steps run; every other tensor has two
+loaded once and stay resident while the steps run (a group right after another
+keeps as many as fit clear of the lane memory the other uses, and codegen loads
+those while the other computes); every other tensor has two
 buffers so that the loads of step i+1 and the stores of step i-1 overlap the
 computes of step i (the 3-stage pipeline codegen emits with dependency tokens).
 
@@ -41,6 +43,7 @@ from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, StringAttr, 
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
+from tpu_xdsl.backend import groups
 from tpu_xdsl.backend.group_plan import GroupPlan, GroupPlanner
 from tpu_xdsl.device.chip import chip_config
 from tpu_xdsl.dialects import op_class
@@ -193,11 +196,24 @@ def layer_group(module: ModuleOp, opt: int = 2) -> GroupReport:
             single = costs.plan(k, k)
             assert single is not None
             report.single_cycles += single.cycles
+    _prefetch_weights(planner, ops, report.plans)
     origin: dict[SSAValue, SSAValue] = {}  # a group's result -> the value it stands for in later plans
     for plan in report.plans:
         _build_group(plan, origin)
     module.attributes["module.state"] = StringAttr(GROUPED_STATE)
     return report
+
+
+def _prefetch_weights(planner: GroupPlanner, ops: Sequence[Operation], plans: Sequence[GroupPlan]) -> None:
+    """A group that directly follows another keeps its weights clear of the lane memory
+    the other uses, as many as fit there: codegen loads those while the other runs."""
+    index = {op: i for i, op in enumerate(ops)}
+    for before, plan in zip(plans, plans[1:]):
+        if index[before.ops[-1]] + 1 != index[plan.ops[0]] or not plan.constants:
+            continue
+        layout = planner.relayout(plan, groups.areas(before.layout))
+        if layout is not None:
+            plan.layout = layout
 
 
 # -- the IR of a group ----------------------------------------------------------------------

@@ -16,7 +16,8 @@
 // (43 rows) 2 x (43 + 45 + 47) x 128 B + 1152 = 34,688 B: too much. 4 steps of 32
 // rows fit: 2 x (32 + 34 + 36) x 128 + 1152 = 27,264 B (packed: bank-aligned buffers
 // would take 6 x 8 KiB). Backward inference: c2 rows [32k, 32k+32); c1 one row more on
-// each side inside the image; x two.
+// each side inside the image; x two. The buffers go from address 0 in the order backward
+// inference meets the tensors (c2 2 x 4096, c1 2 x 4352, x 2 x 4608), the weights above.
 builtin.module attributes {module.name = "chain", module.state = "TPU_LOWERED", module.chip = "cv183x", module.mode = "BF16"} {
   func.func @main(%arg0: tensor<1x32x128x64xbf16>) -> tensor<1x32x128x64xbf16> {
     %x = "top.input"(%arg0) {names = ["x"]} : (tensor<1x32x128x64xbf16>) -> tensor<1x32x128x64xbf16>
@@ -33,14 +34,14 @@ builtin.module attributes {module.name = "chain", module.state = "TPU_LOWERED", 
 // CHECK:       %[[W1:.*]] = "top.weight"() {names = ["w1"]}
 // CHECK:       %[[W2:.*]] = "top.weight"() {names = ["w2"]}
 // CHECK:       %[[G:.*]] = "tpu.group"() ({
-// Weights first and resident: w1 at 0, w2 at 576.  x: rows [0,34) [30,36) [62,36) [94,34),
-// 36 rows x 128 B = 4608 B a buffer, after c2 (1152 + 2 x 4096) and c1 (9344 + 2 x 4352).
-// CHECK-NEXT:    %[[X:.*]] = "tpu.load"(%x) {ginfo = #tpu.lg_info<18048 : i64, 4608 : i64, 0 : i64, 0 : i64, true, [0 : i64, 0 : i64, 0 : i64, 0 : i64], [1 : i64, 1 : i64, 1 : i64, 1 : i64], [0 : i64, 30 : i64, 62 : i64, 94 : i64], [34 : i64, 36 : i64, 36 : i64, 34 : i64]>}
-// CHECK-NEXT:    %[[LW1:.*]] = "tpu.load"(%[[W1]]) {ginfo = #tpu.lg_info<0 : i64, 576 : i64, 0 : i64, 0 : i64, true, [0 : i64], [1 : i64], [0 : i64], [1 : i64]>}
-// CHECK-NEXT:    %[[C1:.*]] = "tpu.conv"(%[[X]], %[[LW1]], %none) {{.*}}names = ["c1"], ginfo = #tpu.lg_info<9344 : i64, 4352 : i64, 0 : i64, 0 : i64, true, [0 : i64, 0 : i64, 0 : i64, 0 : i64], [1 : i64, 1 : i64, 1 : i64, 1 : i64], [0 : i64, 31 : i64, 63 : i64, 95 : i64], [33 : i64, 34 : i64, 34 : i64, 33 : i64]>}
-// CHECK-NEXT:    %[[LW2:.*]] = "tpu.load"(%[[W2]]) {ginfo = #tpu.lg_info<576 : i64, 576 : i64,
-// CHECK-NEXT:    %[[C2:.*]] = "tpu.conv"(%[[C1]], %[[LW2]], %none) {{.*}}names = ["c2"], ginfo = #tpu.lg_info<1152 : i64, 4096 : i64, 0 : i64, 0 : i64, true, [0 : i64, 0 : i64, 0 : i64, 0 : i64], [1 : i64, 1 : i64, 1 : i64, 1 : i64], [0 : i64, 32 : i64, 64 : i64, 96 : i64], [32 : i64, 32 : i64, 32 : i64, 32 : i64]>}
-// CHECK-NEXT:    %[[S:.*]] = "tpu.store"(%[[C2]]) {ginfo = #tpu.lg_info<1152 : i64, 4096 : i64,
+// x: rows [0,34) [30,36) [62,36) [94,34), 36 rows x 128 B = 4608 B a buffer, at
+// 8192 + 8704 = 16896; the weights resident from 16896 + 9216 = 26112: w1, then w2.
+// CHECK-NEXT:    %[[X:.*]] = "tpu.load"(%x) {ginfo = #tpu.lg_info<16896 : i64, 4608 : i64, 0 : i64, 0 : i64, true, [0 : i64, 0 : i64, 0 : i64, 0 : i64], [1 : i64, 1 : i64, 1 : i64, 1 : i64], [0 : i64, 30 : i64, 62 : i64, 94 : i64], [34 : i64, 36 : i64, 36 : i64, 34 : i64]>}
+// CHECK-NEXT:    %[[LW1:.*]] = "tpu.load"(%[[W1]]) {ginfo = #tpu.lg_info<26112 : i64, 576 : i64, 0 : i64, 0 : i64, true, [0 : i64], [1 : i64], [0 : i64], [1 : i64]>}
+// CHECK-NEXT:    %[[C1:.*]] = "tpu.conv"(%[[X]], %[[LW1]], %none) {{.*}}names = ["c1"], ginfo = #tpu.lg_info<8192 : i64, 4352 : i64, 0 : i64, 0 : i64, true, [0 : i64, 0 : i64, 0 : i64, 0 : i64], [1 : i64, 1 : i64, 1 : i64, 1 : i64], [0 : i64, 31 : i64, 63 : i64, 95 : i64], [33 : i64, 34 : i64, 34 : i64, 33 : i64]>}
+// CHECK-NEXT:    %[[LW2:.*]] = "tpu.load"(%[[W2]]) {ginfo = #tpu.lg_info<26688 : i64, 576 : i64,
+// CHECK-NEXT:    %[[C2:.*]] = "tpu.conv"(%[[C1]], %[[LW2]], %none) {{.*}}names = ["c2"], ginfo = #tpu.lg_info<0 : i64, 4096 : i64, 0 : i64, 0 : i64, true, [0 : i64, 0 : i64, 0 : i64, 0 : i64], [1 : i64, 1 : i64, 1 : i64, 1 : i64], [0 : i64, 32 : i64, 64 : i64, 96 : i64], [32 : i64, 32 : i64, 32 : i64, 32 : i64]>}
+// CHECK-NEXT:    %[[S:.*]] = "tpu.store"(%[[C2]]) {ginfo = #tpu.lg_info<0 : i64, 4096 : i64,
 // CHECK-NEXT:    "tpu.yield"(%[[S]])
 // CHECK-NEXT:  }) {n_slices = 1 : i64, h_slices = 4 : i64, group_type = "NH", names = ["c2"]} : () -> tensor<1x32x128x64xbf16>
 // CHECK-NEXT:  func.return %[[G]]
