@@ -166,3 +166,29 @@ def test_a_group_loads_the_next_groups_weights_while_it_runs(tmp_path):
         last[instruction.group] = instruction.id
     early = [i for i in model.instructions if i.group > 0 and i.id < last.get(i.group - 1, -1)]
     assert early and all(type(i).__name__ == "DmaLoad" for i in early)
+
+
+def test_buffers_are_bank_aligned_only_when_that_fits():
+    from tpu_xdsl.backend.groups import Member, allocate, areas, plan_steps
+    from tpu_xdsl.backend.slicing import OpShape
+
+    attrs = {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "strides": [1, 1], "dilations": [1, 1], "group": 1}
+    act, w = (1, 8, 16, 16), (8, 8, 3, 3)
+    members = [
+        Member(OpShape("conv", attrs, (act, w, None), (False, True, False), (act,)), ("x", "w1", None), ("c1",)),
+        Member(OpShape("conv", attrs, (act, w, None), (False, True, False), (act,)), ("c1", "w2", None), ("c2",)),
+    ]
+    steps = plan_steps(members, {"w1", "w2"}, 1, 1)
+    assert steps is not None
+    dtypes = dict.fromkeys(("x", "c1", "c2", "w1", "w2"), "int8")
+
+    def lane_bytes(dtype, box, constant):
+        return 100 if constant else 3000
+
+    # three tensors of 3000 bytes: 3 x 4096 bank-aligned, 3 x 3008 packed (16-byte units)
+    banked = allocate(members, steps, {"w1", "w2"}, lane_bytes, dtypes, 20000, 4096, 16)
+    assert banked is not None and banked.banked and sorted(banked.streamed.values()) == [0, 4096, 8192]
+    packed = allocate(members, steps, {"w1", "w2"}, lane_bytes, dtypes, 10000, 4096, 16)
+    assert packed is not None and not packed.banked and sorted(packed.streamed.values()) == [0, 3008, 6016]
+    assert max(end for _, end in areas(packed)) <= 10000
+    assert allocate(members, steps, {"w1", "w2"}, lane_bytes, dtypes, 9000, 4096, 16) is None

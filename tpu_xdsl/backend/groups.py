@@ -268,7 +268,7 @@ def allocate(
             buffer[m] = at = up(at, align)
             buffer_sizes[m] = up(buffer_sizes[m], align)
             at += buffers * buffer_sizes[m]
-        resident = _place_weights(weights, up(at, eu_bytes), lmem_bytes, avoid)
+        resident = _place_weights(weights, up(at, eu_bytes), lmem_bytes, avoid) if at <= lmem_bytes else None
         if resident is not None:
             minimum = {m: sum(copy_raw[w] for w in sites if w[0] == m) for m in buffer}
             top = max([at, *(resident[k] + weights[k] for k in resident)])
