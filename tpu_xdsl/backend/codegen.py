@@ -531,18 +531,19 @@ class Codegen:
                 if not open_axes or len(plans) > 1 << 16:
                     break
                 need = self._footprint(shape, plans, dtypes, result_dtypes, buffers)
+                # Halve the axis that shrinks the working set most (the first open one when
+                # no cut helps at once): a filter larger than the rows it reads is cut along
+                # its output channels, rows of a large image along H.
                 choice = None
                 for axis in open_axes:
                     trial = list(counts)
                     trial[axis] = min(out[axis], counts[axis] * 2)
                     trial_plans = self._plans(shape, trial)
-                    if choice is None:  # the first axis still open, when no cut helps at once
-                        choice = trial, trial_plans
-                    if self._footprint(shape, trial_plans, dtypes, result_dtypes, buffers) < need:
-                        choice = trial, trial_plans
-                        break
+                    size = self._footprint(shape, trial_plans, dtypes, result_dtypes, buffers)
+                    if choice is None or size < choice[0] and size < need:
+                        choice = size, trial, trial_plans
                 assert choice is not None
-                counts, plans = choice
+                _, counts, plans = choice
         raise CodegenError(
             f"'{op.name}' ({layer}) does not fit local memory ({self.chip.npu_num} lanes of "
             f"{self.chip.lmem_bytes} bytes) even in the smallest slices it can be cut into"
@@ -587,7 +588,7 @@ class Codegen:
         for i in resident:
             box = slices[0].operands[i]
             assert box is not None
-            local = alloc.tensor(dtypes[i], box, constant=True)
+            local = alloc.tensor(dtypes[i], box, constant=constant[i])
             resident_local[i] = local
             src = self.places[operands[i]].view().box(*_starts_sizes(box))
             resident_loads.append(program.emit(DmaLoad, src, local, layer=layer))
