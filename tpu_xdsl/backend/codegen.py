@@ -37,7 +37,7 @@ from xdsl.ir import Operation, SSAValue
 
 from tpu_xdsl.backend import groups, slicing
 from tpu_xdsl.backend.group_plan import GroupPlan, GroupPlanner, kernel_attrs
-from tpu_xdsl.backend.lanes import local_tensor, shape4
+from tpu_xdsl.backend.lanes import local_tensor
 from tpu_xdsl.backend.slicing import Box, OpShape
 from tpu_xdsl.device.chip import ChipConfig, chip_config
 from tpu_xdsl.device.isa import (

@@ -20,8 +20,7 @@ from dataclasses import dataclass
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
-from tpu_xdsl.backend import groups, slicing
-from tpu_xdsl.backend import lanes
+from tpu_xdsl.backend import groups, lanes, slicing
 from tpu_xdsl.backend.lanes import local_tensor
 from tpu_xdsl.backend.slicing import Box, OpShape
 from tpu_xdsl.device import timing

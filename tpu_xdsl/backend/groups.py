@@ -22,6 +22,7 @@ No xDSL here: members are `OpShape`s with tensor keys.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -406,7 +407,7 @@ def layout_problem(layout: Layout, needed: Layout, lmem_bytes: int) -> str | Non
             return f"the buffer of op {m} has {layout.buffer_sizes[m]} bytes per lane and needs {needed.buffer_minimum[m]}"
         areas.append((addr, layout.buffers * layout.buffer_sizes[m], f"the buffer of op {m}"))
     areas.sort()
-    for (a0, s0, n0), (a1, _, n1) in zip(areas, areas[1:]):
+    for (a0, s0, n0), (a1, _, n1) in itertools.pairwise(areas):
         if a0 + s0 > a1:
             return f"{n0} at lane address {a0} overlaps {n1} at {a1}"
     if areas and areas[-1][0] + areas[-1][1] > lmem_bytes:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-
 from tpu_xdsl.backend import slicing
 from tpu_xdsl.backend.slicing import Box
 from tpu_xdsl.device.isa import DTYPE_SIZES, LocalTensor

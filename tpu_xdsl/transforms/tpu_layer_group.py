@@ -34,6 +34,7 @@ slices it alone).
 
 from __future__ import annotations
 
+import itertools
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -208,7 +209,7 @@ def _prefetch_weights(planner: GroupPlanner, ops: Sequence[Operation], plans: Se
     """A group that directly follows another keeps its weights clear of the lane memory
     the other uses, as many as fit there: codegen loads those while the other runs."""
     index = {op: i for i, op in enumerate(ops)}
-    for before, plan in zip(plans, plans[1:]):
+    for before, plan in itertools.pairwise(plans):
         if index[before.ops[-1]] + 1 != index[plan.ops[0]] or not plan.constants:
             continue
         layout = planner.relayout(plan, groups.areas(before.layout))
