@@ -187,3 +187,35 @@ def test_a_corrupt_model_from_the_real_command_line(compiled, tmp_path):
     result = tpu_xdsl("run", str(model), "--input", str(compiled.x), "--output", str(tmp_path / "y.npz"))
     assert_user_error(result, "corrupt.tpumodel", "checksum")
     assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize(
+    ("flags", "fragments"),
+    [
+        (["--opt", "3"], ["--opt 3", "use 1 (greedy) or 2"]),
+        (["--opt", "1", "--disable-layer-group"], ["--opt 1", "--disable-layer-group", "give one"]),
+    ],
+)
+def test_bad_layer_group_flags(compiled, tmp_path, capsys, flags, fragments):
+    assert_fails_cleanly(
+        capsys, (tmp_path, compiled.folder),
+        ["deploy", compiled.folder / "m.mlir", "--quantize", "INT8", "--calibration-table",
+         compiled.folder / "m_cali_table", *flags, "-o", tmp_path / "m.tpumodel"],
+        *fragments,
+    )
+
+
+def test_greedy_and_no_groups_give_the_same_outputs(compiled, tmp_path, capsys):
+    outputs = {}
+    for name, flags in (("greedy", ["--opt", "1"]), ("alone", ["--disable-layer-group"])):
+        model = tmp_path / f"{name}.tpumodel"
+        code, out, err = run(capsys, "deploy", compiled.folder / "m.mlir", "--quantize", "INT8",
+                             "--calibration-table", compiled.folder / "m_cali_table", *flags, "-o", model)
+        assert code == 0, err
+        assert ("tpu-layer-group (bm1684x, opt 1)" in out) == (name == "greedy"), out
+        code, _, err = run(capsys, "run", model, "--input", compiled.x, "--output", tmp_path / f"{name}.npz")
+        assert code == 0, err
+        outputs[name] = dict(np.load(tmp_path / f"{name}.npz"))
+    assert outputs["greedy"].keys() == outputs["alone"].keys()
+    for key, value in outputs["alone"].items():
+        np.testing.assert_array_equal(outputs["greedy"][key], value, err_msg=key)

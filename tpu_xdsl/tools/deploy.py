@@ -47,7 +47,7 @@ def add_parser(subparsers) -> None:
         help="run every op alone out of DDR (default: tpu-layer-group keeps runs of ops in local memory)",
     )
     p.add_argument(
-        "--opt", type=int, choices=(1, 2), default=2,
+        "--opt", default="2",
         help="how tpu-layer-group chooses groups: 1 greedy, 2 dynamic programming over a cycle cost model (default)",
     )
     p.add_argument("--tolerance", help="min cosine,euclidean (default by mode: F32 0.99,0.99; F16/BF16 0.99,0.95; INT8 0.95,0.85)")
@@ -139,6 +139,10 @@ def deploy(args: argparse.Namespace) -> int:
             f"-o {args.output}: write the TPU module as {output.stem}.mlir, or compile it to {output.stem}.tpumodel"
         )
     compiled = output.suffix == ".tpumodel"
+    if args.opt not in ("1", "2"):
+        raise UsageError(f"--opt {args.opt}: use 1 (greedy) or 2 (dynamic programming over the cycle cost model)")
+    if args.disable_layer_group and args.opt != "2":
+        raise UsageError(f"--opt {args.opt} chooses layer groups and --disable-layer-group turns them off: give one")
     mlir_output = output.with_suffix(".mlir")
     if not output.parent.is_dir():
         raise UsageError(f"-o {args.output}: folder {output.parent} does not exist")
@@ -203,7 +207,7 @@ def deploy(args: argparse.Namespace) -> int:
         print(f"tpu-xdsl: warning: {line}", file=sys.stderr)
     for line in report.lines():
         print(f"note: {line}")
-    model = _compile(module, not args.disable_layer_group, args.opt) if compiled else None
+    model = _compile(module, not args.disable_layer_group, int(args.opt)) if compiled else None
     save_module(module, mlir_output, dict(weights_of(module)))
     from xdsl.dialects.builtin import StringAttr
 
