@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.test_codegen import conv, lower, model_of, node, weight
+from tests.test_codegen import GRAPHS, conv, lower, model_of, node, weight
 from tpu_xdsl.backend.codegen import codegen
 from tpu_xdsl.device.isa import Compute, DmaLoad, DmaStore
 from tpu_xdsl.device.runtime import run_model
@@ -94,3 +94,20 @@ def test_backward_slice_inference_grows_halos_and_copies_a_shared_operand():
     # the first rows: the window's top pad stays a pad, no row above 0 is read
     first = plan_step(members, {"w1", "w2"}, ((0, 1), (0, 8), (0, 32), (0, 64)))
     assert first is not None and first.boxes["c1"][2] == (0, 33) and first.boxes["x"][2] == (0, 34)
+
+
+@pytest.mark.parametrize("scheme", ["INT8", "INT8_asym"])
+@pytest.mark.parametrize("graph", list(GRAPHS))
+def test_every_codegen_graph_gives_the_same_int8_outputs_grouped(graph, scheme, tmp_path):
+    """The graphs of tests/test_codegen.py on cv183x, compiled with layer groups and op by op:
+    identical outputs (where tpu-layer-group finds a group at all)."""
+    tpu, feeds = lower(GRAPHS[graph], scheme, "cv183x", tmp_path)
+    alone_module = tpu.clone()
+    attach_weights(alone_module, dict(weights_of(tpu)))
+    layer_group(tpu)
+    outputs = {}
+    for name, module in (("grouped", tpu), ("alone", alone_module)):
+        assign_memory(module)
+        outputs[name] = run_model(codegen(module), feeds).outputs
+    for key, value in outputs["alone"].items():
+        np.testing.assert_array_equal(outputs["grouped"][key], value, err_msg=key)
