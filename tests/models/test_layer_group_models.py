@@ -7,19 +7,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tests.test_layer_group_codegen import ddr_bytes
 from tpu_xdsl import zoo
 from tpu_xdsl.backend.codegen import codegen
-from tpu_xdsl.device.isa import DmaLoad, DmaStore
 from tpu_xdsl.device.runtime import run_model
 from tpu_xdsl.interp.runner import ModuleRunner, TensorCapture
 from tpu_xdsl.transforms.tpu_assign_memory import assign_memory
 from tpu_xdsl.transforms.tpu_layer_group import layer_group
 from tpu_xdsl.weights import attach_weights, weights_of
-
-
-def dma_bytes(model) -> int:
-    return sum(i.dst.nbytes if isinstance(i, DmaLoad) else i.src.nbytes
-               for i in model.instructions if isinstance(i, (DmaLoad, DmaStore)))
 
 
 @pytest.mark.parametrize(
@@ -57,5 +52,5 @@ def test_layer_groups_change_no_int8_result(name, chip, tmp_path):
     for key, value in written.items():
         if key in reference and value.dtype.kind in "iu":
             np.testing.assert_array_equal(value, reference[key], err_msg=key)
-    assert dma_bytes(grouped) < dma_bytes(alone)
+    assert ddr_bytes(grouped) < ddr_bytes(alone)
     assert with_groups.timeline.total_cycles < without.timeline.total_cycles

@@ -36,8 +36,8 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Operation, SSAValue
 
 from tpu_xdsl.backend import groups, slicing
-from tpu_xdsl.backend.group_plan import GroupPlan, GroupPlanner, kernel_attrs
-from tpu_xdsl.backend.lanes import local_tensor
+from tpu_xdsl.backend.group_plan import GroupPlan, GroupPlanner, kernel_attrs, op_shape
+from tpu_xdsl.backend.lanes import lane_bytes, local_tensor
 from tpu_xdsl.backend.slicing import Box, OpShape
 from tpu_xdsl.device.chip import ChipConfig, chip_config
 from tpu_xdsl.device.isa import (
@@ -226,16 +226,6 @@ class Codegen:
         self._compute(op, kind, attrs, layer)
 
     # layer groups --------------------------------------------------------------------
-
-    def _op_shape(self, op: Operation, kind: str, attrs: dict[str, Any]) -> OpShape:
-        operands = [None if is_none(v) else v for v in op.operands]
-        return OpShape(
-            kind,
-            attrs,
-            tuple(None if v is None else self.places[v].shape for v in operands),
-            tuple(v is not None and is_weight(v) for v in operands),
-            tuple(self.places[r].shape for r in op.results),
-        )
 
     def _prepare_group(self, group: Operation) -> _PreparedGroup:
         """A tpu.group's plan (its steps planned again from its ops and its cut, n_slices x
@@ -503,7 +493,7 @@ class Codegen:
 
     def _compute(self, op: Operation, kind: str, attrs: dict[str, Any], layer: str) -> None:
         operands: list[SSAValue | None] = [None if is_none(v) else v for v in op.operands]
-        shape = self._op_shape(op, kind, attrs)
+        shape = op_shape(op, is_weight)
         dtypes = [None if v is None else self.places[v].dtype for v in operands]
         result_dtypes = [self.places[r].dtype for r in op.results]
         slices, buffers = self._slices(op, shape, dtypes, result_dtypes, layer)
@@ -558,7 +548,7 @@ class Codegen:
 
     def _footprint(self, shape: OpShape, plans: list[slicing.SlicePlan], dtypes, result_dtypes, buffers: int) -> int:
         """Bytes per lane the slices need: resident constants once, the rest `buffers` times."""
-        lane_bytes = _LocalAllocator(self.chip).lane_bytes
+        per_lane = _LocalAllocator(self.chip).lane_bytes
         streamed = 0
         resident = 0
         for i, operand in enumerate(shape.operands):
@@ -566,7 +556,7 @@ class Codegen:
                 continue
             dtype = dtypes[i]
             biggest = max(
-                lane_bytes(dtype, p.operands[i], shape.constants[i]) for p in plans if p.operands[i] is not None
+                per_lane(dtype, p.operands[i], shape.constants[i]) for p in plans if p.operands[i] is not None
             )
             same = all(p.operands[i] == plans[0].operands[i] for p in plans)
             if same and (shape.constants[i] or len(plans) > 1):
@@ -574,7 +564,7 @@ class Codegen:
             else:
                 streamed += biggest
         for j in range(len(shape.results)):
-            streamed += max(lane_bytes(result_dtypes[j], p.outputs[j]) for p in plans)
+            streamed += max(per_lane(result_dtypes[j], p.outputs[j]) for p in plans)
         return resident + buffers * streamed
 
     def _emit_slices(self, op, shape, operands, slices, resident, layer, dtypes, result_dtypes, buffers) -> None:
@@ -769,7 +759,7 @@ class _LocalAllocator:
     def lane_bytes(self, dtype: str, box: Box | None, constant: bool = False) -> int:
         if box is None:
             return 0
-        return local_tensor(0, dtype, box, constant).lane_bytes(self.chip.npu_num, self.chip.eu_bytes)
+        return lane_bytes(dtype, box, constant, self.chip.npu_num, self.chip.eu_bytes)
 
     def reserve(self, size: int) -> int:
         addr = self.next

@@ -145,8 +145,7 @@ def _predictions(entry, compiled: Path, work: Path) -> int:
         text.rotate(turn, expand=True).save(path)
         x = preprocess.load_image(path, entry.input_shape)
         reference = _softmax(np.asarray(session.run(None, {input_name: x})[0]).ravel())
-        got = np.asarray(device.run({device.model.inputs[0].name: x}).outputs[output], np.float64).ravel()
-        got = got if abs(got.sum() - 1) < 1e-3 else _softmax(got)
+        got = _softmax(np.asarray(device.run({device.model.inputs[0].name: x}).outputs[output]).ravel())
         a, b = int(np.argmax(reference)), int(np.argmax(got))
         agree += a == b
         print(f"    {path.name:<22} {LABELS[a] + ' deg':>8} ({reference[a]:.2f}) {LABELS[b] + ' deg':>8} ({got[b]:.2f})")
