@@ -1,0 +1,212 @@
+"""A model's stages, loaded from their files, run on one input, compared by tensor name.
+
+The four stages of the flow, each run by its own engine:
+
+- ONNX (`.onnx`): onnxruntime, every intermediate tensor kept;
+- TOP (`.mlir`, module.state TOP...): the xDSL interpreter;
+- TPU (`.mlir`, module.state TPU...): the xDSL interpreter, INT8 codes dequantized;
+- device (`.tpumodel`): the device model, every named tensor copied out when it is complete.
+
+Every stage names its tensors by the ONNX tensor names, so tensors of two stages pair up by
+name. `debug` and `report` are built on this module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tpu_xdsl.errors import TpuXdslError
+
+# Stages in the order of the flow: a stage's reference is the nearest loaded one before it.
+KINDS = ("onnx", "top", "tpu", "device")
+
+
+class StageError(TpuXdslError):
+    """A stage file that cannot be loaded, or stages that do not belong together."""
+
+
+@dataclass
+class Stage:
+    """One loaded stage. `label` names it to the user ("ONNX", "TOP", "TPU INT8",
+    "device bm1684x"); `handle` is the ONNX ModelProto, the xDSL module or the TpuModel."""
+
+    kind: str
+    label: str
+    path: Path
+    handle: Any
+    weights: Mapping[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def module(self):
+        return self.handle if self.kind in ("top", "tpu") else None
+
+    def input_names(self) -> list[str]:
+        if self.kind == "onnx":
+            initializers = {i.name for i in self.handle.graph.initializer}
+            return [i.name for i in self.handle.graph.input if i.name not in initializers]
+        if self.kind == "device":
+            return [d.name for d in self.handle.inputs]
+        from tpu_xdsl.interp.runner import input_names
+
+        return input_names(self.handle)
+
+    def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Every named tensor of one run, as real values (INT8 dequantized)."""
+        if self.kind == "onnx":
+            from tpu_xdsl.frontend.reference import run_reference
+
+            wanted = {name: np.asarray(feeds[name], dtype=np.float32) for name in self.input_names()}
+            return run_reference(self.handle, wanted)[0]
+        if self.kind == "device":
+            from tpu_xdsl.device.runtime import run_model
+
+            result = run_model(self.handle, feeds, dump_all=True)
+            return self.real_values({**result.tensors, **result.outputs})
+        from tpu_xdsl.interp.runner import TensorCapture, run_module
+
+        capture = TensorCapture()
+        outputs = run_module(self.handle, feeds, self.weights, [capture])
+        return self.real_values({**capture.tensors, **outputs})
+
+    def real_values(self, tensors: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Raw tensors of this stage (INT8 codes) as the real values they stand for."""
+        if self.kind == "device":
+            from tpu_xdsl.device.runtime import real_value
+
+            descs = {d.name: d for d in (*self.handle.tensors, *self.handle.inputs, *self.handle.outputs)}
+            return {
+                name: real_value(descs[name], value) if name in descs and value.dtype.kind in "iu" else value
+                for name, value in tensors.items()
+            }
+        if self.kind == "tpu":
+            from tpu_xdsl.interp.runner import real_values
+
+            return real_values(self.handle, tensors)
+        return dict(tensors)
+
+    def describe(self) -> str:
+        """One line: what the stage is and where it came from."""
+        if self.kind == "device":
+            model = self.handle
+            return (f"{self.label}: {self.path.name} ({model.mode}, {len(model.instructions)} instructions, "
+                    f"{len(model.groups)} layer groups)")
+        if self.kind == "onnx":
+            return f"{self.label}: {self.path.name} ({len(self.handle.graph.node)} nodes, run by onnxruntime)"
+        from tpu_xdsl.interp.runner import main_func
+
+        ops = sum(1 for op in main_func(self.handle).walk() if op.name not in SILENT_OPS)
+        return f"{self.label}: {self.path.name} ({ops} ops, run by the xDSL interpreter)"
+
+
+# Ops that hold data or end a block: nothing to step through or compare.
+SILENT_OPS = frozenset({"func.func", "func.return", "top.weight", "top.none"})
+
+
+def _module_label(module, path: Path) -> tuple[str, str]:
+    from xdsl.dialects.builtin import StringAttr
+
+    state = module.attributes.get("module.state")
+    text = state.data if isinstance(state, StringAttr) else ""
+    if text.startswith("TOP"):
+        return "top", "TOP"
+    if text.startswith("TPU"):
+        mode = module.attributes.get("module.mode")
+        suffix = f" {mode.data}" if isinstance(mode, StringAttr) else ""
+        return "tpu", f"TPU{suffix}"
+    raise StageError(
+        f"{path}: module.state is {text or 'missing'}; give a TOP .mlir from transform or a TPU .mlir from deploy"
+    )
+
+
+def load_stage(path: str | Path) -> Stage:
+    """A stage from its file, by suffix: .onnx, .mlir (TOP or TPU by module.state), .tpumodel."""
+    file = Path(path)
+    if not file.is_file():
+        raise StageError(f"{path}: no such file; give the model's .onnx, TOP or TPU .mlir, or .tpumodel")
+    if file.suffix == ".onnx":
+        import onnx
+
+        try:
+            model = onnx.load(str(file))
+        except Exception as e:  # onnx raises DecodeError and friends
+            raise StageError(f"{path}: cannot read as ONNX ({type(e).__name__}); is it an .onnx model file?") from e
+        return Stage("onnx", "ONNX", file, model)
+    if file.suffix == ".tpumodel":
+        from tpu_xdsl.device.model_file import load_model
+
+        model = load_model(file)
+        return Stage("device", f"device {model.chip}", file, model)
+    if file.suffix == ".mlir":
+        from tpu_xdsl.ir_io import read_module
+        from tpu_xdsl.weights import attach_weights
+
+        module = read_module(file)
+        kind, label = _module_label(module, file)
+        weights = attach_weights(module, base_dir=file.parent)
+        return Stage(kind, label, file, module, weights)
+    raise StageError(f"{path}: unknown stage file; give an .onnx, a TOP or TPU .mlir, or a .tpumodel")
+
+
+def load_stages(paths: Sequence[str | Path]) -> list[Stage]:
+    """Stages in flow order; at most one of each kind."""
+    if not paths:
+        raise StageError("give at least one stage file (.onnx, TOP or TPU .mlir, .tpumodel)")
+    stages: dict[str, Stage] = {}
+    for path in paths:
+        stage = load_stage(path)
+        if stage.kind in stages:
+            raise StageError(
+                f"{path} and {stages[stage.kind].path} are both {stage.label} stages; give one file per stage"
+            )
+        stages[stage.kind] = stage
+    return [stages[kind] for kind in KINDS if kind in stages]
+
+
+def reference_of(stages: Sequence[Stage], stage: Stage) -> Stage | None:
+    """The stage `stage` is checked against: the nearest loaded one before it in the flow."""
+    before = [s for s in stages if KINDS.index(s.kind) < KINDS.index(stage.kind)]
+    return before[-1] if before else None
+
+
+def read_feeds(path: str, stages: Sequence[Stage]) -> dict[str, np.ndarray]:
+    """The input of a session from an .npz, .npy or image, read through the first stage
+    that knows the model's preprocessing (a .mlir or .tpumodel), else by ONNX input name."""
+    from tpu_xdsl.tools.tpu_xdsl import load_device_inputs, load_inputs, read_input_file
+
+    for stage in stages:
+        if stage.kind in ("top", "tpu"):
+            return load_inputs(path, stage.handle)
+    for stage in stages:
+        if stage.kind == "device":
+            return load_device_inputs(path, stage.handle)
+
+    def no_image(file: Path):
+        raise StageError(f"{file}: an image needs the preprocessing a .mlir or .tpumodel records; give an .npz")
+
+    return read_input_file(path, stages[0].input_names(), no_image)
+
+
+def check_feeds(feeds: Mapping[str, np.ndarray], stages: Sequence[Stage], path: str) -> None:
+    """Every stage finds its inputs among the feeds (names match across stages)."""
+    for stage in stages:
+        names = stage.input_names()
+        if len(names) == 1 and len(feeds) == 1:
+            continue
+        missing = [n for n in names if n not in feeds]
+        if missing:
+            raise StageError(
+                f"{path}: has no input '{missing[0]}' of the {stage.label} stage (it has {', '.join(sorted(feeds))})"
+            )
+
+
+def align_feeds(feeds: Mapping[str, np.ndarray], stage: Stage) -> dict[str, np.ndarray]:
+    """The feeds under the stage's own input names (a single input matches whatever its key)."""
+    names = stage.input_names()
+    if len(names) == 1 and len(feeds) == 1:
+        return {names[0]: next(iter(feeds.values()))}
+    return {n: feeds[n] for n in names}
