@@ -715,3 +715,18 @@ def _quantization(desc: IoDesc) -> str:
     if desc.scale is not None:
         return f"scale {desc.scale:.6g}, zero point {desc.zero_point}"
     return "not quantized"
+
+
+def memory_map_lines(model: TpuModel) -> list[str]:
+    """The DDR map for `tpu-xdsl info` and the debugger: coefficients, then every named
+    tensor, input and output by address."""
+    import numpy as np
+
+    lines = ["memory map (DDR):",
+             f"  {0:#012x} - {len(model.coefficients):#012x}  coefficients ({len(model.coefficients)} bytes)"]
+    named = {d.name for d in model.tensors}
+    entries = [*model.tensors, *(d for d in (*model.inputs, *model.outputs) if d.name not in named)]
+    for desc in sorted(entries, key=lambda d: (d.addr, d.name)):
+        size = int(np.prod(desc.shape)) * DTYPE_SIZES[desc.dtype] if desc.shape else DTYPE_SIZES[desc.dtype]
+        lines.append(f"  {desc.addr:#012x} - {desc.addr + size:#012x}  {desc.name} {list(desc.shape)} {desc.dtype}")
+    return lines

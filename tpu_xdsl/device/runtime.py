@@ -85,27 +85,41 @@ class LoadedModel:
     def timeline(self) -> Timeline:
         return self.program.timeline
 
-    def run(self, inputs: Mapping[str, np.ndarray], dump_all: bool = False) -> RunResult:
-        """DDR cleared, coefficients and inputs written, the program run, outputs read."""
+    def start(self, inputs: Mapping[str, np.ndarray]) -> None:
+        """DDR cleared, coefficients and inputs written: ready for `program.run()` or, one
+        instruction at a time, `program.steps()`."""
         model, device = self.model, self.device
         coefficients = len(model.coefficients)
         device.ddr[:coefficients] = np.frombuffer(model.coefficients, dtype=np.uint8)
         device.ddr[coefficients:] = 0
         for desc, value in zip(model.inputs, _arrange(model, inputs), strict=True):
             device.write_ddr(_whole(desc), value, f"input '{desc.name}'")
+
+    def completed_by(self) -> dict[int, list[TensorDesc]]:
+        """The named tensors each instruction's write completes (by instruction index)."""
+        completes: dict[int, list[TensorDesc]] = {}
+        for desc in self.model.tensors:
+            completes.setdefault(desc.written_by, []).append(desc)
+        return completes
+
+    def read(self, desc: IoDesc | TensorDesc) -> np.ndarray:
+        """A tensor as DDR holds it now (a copy)."""
+        return self.device.read_ddr(_whole(desc))
+
+    def run(self, inputs: Mapping[str, np.ndarray], dump_all: bool = False) -> RunResult:
+        """DDR cleared, coefficients and inputs written, the program run, outputs read."""
+        self.start(inputs)
         tensors: dict[str, np.ndarray] = {}
         after_write = None
         if dump_all:
-            completes: dict[int, list[TensorDesc]] = {}
-            for desc in model.tensors:
-                completes.setdefault(desc.written_by, []).append(desc)
+            completes = self.completed_by()
 
             def after_write(index: int) -> None:
                 for desc in completes.get(index, ()):
-                    tensors[desc.name] = device.read_ddr(_whole(desc))
+                    tensors[desc.name] = self.read(desc)
 
         self.program.run(after_write)
-        outputs = {desc.name: device.read_ddr(_whole(desc)) for desc in model.outputs}
+        outputs = {desc.name: self.read(desc) for desc in self.model.outputs}
         return RunResult(outputs, self.program.timeline, tensors)
 
 

@@ -15,7 +15,7 @@ This module knows nothing of xDSL.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -302,12 +302,23 @@ class Program:
     events: list[tuple[int, bool]]
 
     def run(self, after_write: Callable[[int], None] | None = None) -> None:
+        written = None
+        for index in self.steps():
+            if written is not None and after_write is not None:
+                after_write(written)
+            written = index
+        if written is not None and after_write is not None:
+            after_write(written)
+
+    def steps(self) -> Iterator[int]:
+        """The run one instruction at a time (the debugger's `next`): yields the index of
+        the instruction whose write comes next, and does that write when resumed. The
+        reads of instructions that start earlier in simulated time are done by then."""
         halves = self.halves
         pending: dict[int, Any] = {}
         for index, starts in self.events:
             if starts:
                 pending[index] = halves[index][0]()
             else:
+                yield index
                 halves[index][1](pending.pop(index))
-                if after_write is not None:
-                    after_write(index)
