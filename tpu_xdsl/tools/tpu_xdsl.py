@@ -241,22 +241,11 @@ def _run_device(args: argparse.Namespace) -> int:
 
 
 def _info(args: argparse.Namespace) -> int:
-    import numpy as np
-
-    from tpu_xdsl.device.model_file import load_model, model_summary
+    from tpu_xdsl.device.model_file import load_model, memory_map_lines, model_summary
 
     model = load_model(args.model)
-    for line in model_summary(model):
+    for line in (*model_summary(model), *memory_map_lines(model)):
         print(line)
-    print("memory map (DDR):")
-    print(f"  {0:#012x} - {len(model.coefficients):#012x}  coefficients ({len(model.coefficients)} bytes)")
-    from tpu_xdsl.device.isa import DTYPE_SIZES
-
-    named = {d.name for d in model.tensors}
-    entries = [*model.tensors, *(d for d in (*model.inputs, *model.outputs) if d.name not in named)]
-    for desc in sorted(entries, key=lambda d: (d.addr, d.name)):
-        size = int(np.prod(desc.shape)) * DTYPE_SIZES[desc.dtype] if desc.shape else DTYPE_SIZES[desc.dtype]
-        print(f"  {desc.addr:#012x} - {desc.addr + size:#012x}  {desc.name} {list(desc.shape)} {desc.dtype}")
     return 0
 
 
@@ -322,12 +311,13 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--generic", action="store_true", help="print generic form")
     check.set_defaults(func=_check)
 
-    from tpu_xdsl.tools import calibrate, compare, demo, deploy
+    from tpu_xdsl.tools import calibrate, compare, debug, demo, deploy
 
     calibrate.add_parser(sub)
     deploy.add_parser(sub)
     compare.add_parser(sub)
     demo.add_parser(sub)
+    debug.add_parser(sub)
 
     ops = sub.add_parser("list-ops", help="ONNX op types the importer supports, with opset ranges")
     ops.set_defaults(func=_list_ops)
