@@ -272,7 +272,9 @@ def test_piped_commands_work_without_a_terminal(compiled):  # noqa: F811
     result = subprocess.run(
         [sys.executable, "-m", "tpu_xdsl.tools.tpu_xdsl", "debug", *stages(compiled, "tpu"), "--input",
          str(compiled.x)],
-        input="step 3\nwhere\n", capture_output=True, text=True, timeout=120,
+        input="help\nstep 3\nwhere\nwhre\n", capture_output=True, text=True, timeout=120,
     )
     assert result.returncode == 0, result.stderr
+    assert "compare TENSOR" in result.stdout and "break [TENSOR | OP-TYPE | INDEX | diverge] (b)" in result.stdout
     assert "(step 4 of" in result.stdout
+    assert "error: unknown command 'whre'; did you mean 'where'?" in result.stdout

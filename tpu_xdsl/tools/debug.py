@@ -46,6 +46,9 @@ from tpu_xdsl.tools.stages import (
 )
 
 PROMPT = "(tdb) "
+# The commands in the order 'help' lists them; the one-letter aliases are not listed.
+COMMANDS = ("run", "step", "next", "continue", "break", "delete", "where", "list", "print", "compare", "diff",
+            "info", "stage", "help", "quit")
 HISTORY_ENV = "TPU_XDSL_HISTORY"
 
 
@@ -468,7 +471,7 @@ class Debugger(cmd.Cmd):
         if word == "EOF":
             self.say()
             return True
-        known = [n[3:] for n in self.get_names() if n.startswith("do_")]
+        known = list(COMMANDS)
         close = difflib.get_close_matches(word, known, n=1)
         hint = f"; did you mean '{close[0]}'?" if close else "; 'help' lists the commands"
         raise DebugError(f"unknown command '{word}'{hint}")
@@ -478,7 +481,20 @@ class Debugger(cmd.Cmd):
         return [w for w in words if w.startswith(text)]
 
     def completenames(self, text, *ignored) -> list[str]:
-        return [n[3:] for n in self.get_names() if n.startswith("do_" + text) and n != "do_EOF"]
+        return [n for n in COMMANDS if n.startswith(text)]
+
+    def do_help(self, arg: str) -> None:
+        """help [COMMAND]: the commands, or what one does."""
+        if arg.strip():
+            super().do_help(arg)
+            return
+        for name in COMMANDS:
+            usage, _, text = " ".join((getattr(self, f"do_{name}").__doc__ or "").split()).partition(": ")
+            self.say(f"  {usage:<48} {text.split('; ')[0].split(', or')[0].rstrip('.')}")
+        self.say("Tab completes commands and tensor names; 'help COMMAND' says more.")
+
+    def get_names(self) -> list[str]:
+        return [n for n in super().get_names() if not n.startswith("do_") or n[3:] in COMMANDS]
 
     # helpers ------------------------------------------------------------------------------
     def _cursor(self):
