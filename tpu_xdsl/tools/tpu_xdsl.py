@@ -311,12 +311,13 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--generic", action="store_true", help="print generic form")
     check.set_defaults(func=_check)
 
-    from tpu_xdsl.tools import calibrate, compare, debug, demo, deploy
+    from tpu_xdsl.tools import calibrate, compare, debug, demo, deploy, report
 
     calibrate.add_parser(sub)
     deploy.add_parser(sub)
     compare.add_parser(sub)
     demo.add_parser(sub)
+    report.add_parser(sub)
     debug.add_parser(sub)
 
     ops = sub.add_parser("list-ops", help="ONNX op types the importer supports, with opset ranges")

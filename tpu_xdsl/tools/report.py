@@ -1,0 +1,217 @@
+"""`tpu-xdsl report`: one self-contained HTML page of a model's stages run on one input.
+
+    tpu-xdsl report STAGE_FILE... --input FILE -o report.html [--tolerance C,E]
+
+STAGE_FILE is any of the model's stages (`.onnx`, TOP `.mlir`, TPU `.mlir`,
+`.tpumodel`; `tools.stages` loads and runs them). The page shows:
+
+- a header: model, chip, mode, input, the stages, one summary line per pair of
+  neighbouring stages, the simulated cycles against the roofline;
+- the layer graph (TOP ops if loaded, else TPU ops, else ONNX nodes, else the device's
+  named tensors), each layer filled by its cosine between a pair of stages (a menu
+  picks the pair), layer-group members outlined in their group's color;
+- every tensor with cosine, euclidean similarity, SQNR, max |d| and pass/fail per pair,
+  worst first, sortable by any column;
+- with a `.tpumodel`: cycles, engine busy, MACs and DMA bytes per layer group and per
+  layer outside groups, and the timeline of the DMA and compute engines.
+
+`layer_graph` finds the layers, `layered_layout` places them, `report_page` writes the
+page. Everything is inline (CSS, SVG, a little JavaScript): the file opens offline and can
+be mailed. Exit code 0 when every pair passes its tolerance, 1 when a tensor fails, 2 for
+unusable input (nothing is written then).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import zipfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from tpu_xdsl.errors import TpuXdslError
+from tpu_xdsl.interp.compare import TensorComparison, Tolerance
+from tpu_xdsl.tools.report_page import DeviceRun
+from tpu_xdsl.tools.stages import Stage
+
+
+class ReportError(TpuXdslError):
+    """A `report` argument is unusable: the output path, or stages that do not compare."""
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "report",
+        help="one self-contained HTML page: layer graph colored by similarity between stages, "
+             "every tensor compared, layer-group cycles and the engine timeline",
+    )
+    p.add_argument("stages", nargs="+", metavar="STAGE_FILE",
+                   help="the model's stages, any of: .onnx, TOP .mlir, TPU .mlir, .tpumodel")
+    p.add_argument("--input", required=True, help="an .npz/.npy input or an image")
+    p.add_argument("-o", "--output", required=True, help="the page to write (.html)")
+    p.add_argument("--tolerance",
+                   help="min cosine,euclidean for every pair of stages (default: per pair, what transform "
+                        "and deploy check: TOP 0.99,0.99; TPU by mode, INT8 0.95,0.85; the device against TPU "
+                        "to cosine 0.99999)")
+    p.set_defaults(func=report)
+    return p
+
+
+# -- comparing the stages -------------------------------------------------------------------
+
+
+@dataclass
+class StagePair:
+    """A stage compared with its reference (the nearest loaded stage before it)."""
+
+    reference: Stage
+    actual: Stage
+    tolerance: Tolerance
+    rows: dict[str, TensorComparison]
+    ok: bool
+    summary: str
+
+    @property
+    def title(self) -> str:
+        return f"{self.actual.label} vs {self.reference.label}"
+
+
+def default_tolerance(reference: Stage, actual: Stage) -> Tolerance:
+    """`stages.default_tolerance` (transform's for TOP, deploy's for the rest), except the
+    device checked against a float stage (no TPU stage loaded): then the mode's, as the TPU
+    interpreter would be."""
+    from tpu_xdsl.tools.deploy import DEFAULT_TOLERANCE
+    from tpu_xdsl.tools.stages import default_tolerance as stage_tolerance
+
+    if actual.kind == "device" and reference.kind != "tpu":
+        return Tolerance.parse(DEFAULT_TOLERANCE.get(actual.handle.mode, DEFAULT_TOLERANCE["F32"]))
+    return stage_tolerance(actual)
+
+
+def compare_stages(
+    stages: Sequence[Stage], results: Mapping[str, Mapping[str, np.ndarray]], tolerance: Tolerance | None
+) -> list[StagePair]:
+    from tpu_xdsl.interp.compare import compare_all, summarize
+    from tpu_xdsl.tools.stages import reference_of
+
+    pairs = []
+    for stage in stages:
+        reference = reference_of(stages, stage)
+        if reference is None:
+            continue
+        rows = compare_all(results[reference.kind], results[stage.kind])
+        if not rows:
+            raise ReportError(
+                f"{reference.path} and {stage.path} have no tensor name in common: are they stages of the same model?"
+            )
+        tol = tolerance or default_tolerance(reference, stage)
+        ok, summary = summarize(rows, tol)
+        pairs.append(StagePair(reference, stage, tol, {r.name: r for r in rows}, ok, summary))
+    return pairs
+
+
+def device_run(stage: Stage) -> DeviceRun:
+    """The compiled model's schedule (the same on every input) and its profile rows."""
+    from tpu_xdsl.device.runtime import LoadedModel, profile_rows
+
+    loaded = LoadedModel(stage.handle)
+    return DeviceRun(stage.handle, loaded.timeline, profile_rows(stage.handle, loaded.timeline), loaded.chip)
+
+
+# -- the command ----------------------------------------------------------------------------
+
+
+def check_output(path: str) -> Path:
+    output = Path(path)
+    if output.suffix.lower() not in (".html", ".htm"):
+        raise ReportError(f"-o {path}: the report is an HTML page; name it {output.stem or 'report'}.html")
+    if not output.parent.is_dir():
+        raise ReportError(f"-o {path}: folder {output.parent} does not exist")
+    return output
+
+
+def declared_shapes(stage: Stage) -> dict[str, tuple[int | None, ...]]:
+    """The input shapes a stage declares, None for a dynamic dimension."""
+    if stage.kind == "onnx":
+        initializers = {i.name for i in stage.handle.graph.initializer}
+        return {
+            i.name: tuple(d.dim_value if d.HasField("dim_value") else None for d in i.type.tensor_type.shape.dim)
+            for i in stage.handle.graph.input if i.name not in initializers
+        }
+    if stage.kind == "device":
+        return {d.name: tuple(d.shape) for d in stage.handle.inputs}
+    from tpu_xdsl.interp.runner import input_names, main_func
+    from tpu_xdsl.tools.layer_graph import shape_of
+
+    types = main_func(stage.handle).function_type.inputs.data
+    return {
+        name: tuple(d if d >= 0 else None for d in (shape_of(t) or ()))
+        for name, t in zip(input_names(stage.handle), types, strict=False)
+    }
+
+
+def check_shapes(feeds: Mapping[str, np.ndarray], stages: Sequence[Stage], path: str) -> None:
+    """Every input has the shape every stage declares for it, before any stage runs (an
+    engine such as onnxruntime would fail with a page of text)."""
+    from tpu_xdsl.tools.stages import align_feeds
+
+    for stage in stages:
+        aligned = align_feeds(feeds, stage)
+        for name, wanted in declared_shapes(stage).items():
+            if name not in aligned:
+                continue
+            got = tuple(np.shape(aligned[name]))
+            if len(got) != len(wanted) or any(w is not None and w != g for w, g in zip(wanted, got, strict=False)):
+                expected = ", ".join("?" if w is None else str(w) for w in wanted)
+                raise ReportError(
+                    f"{path}: input '{name}' has shape {list(got)}; the {stage.label} stage ({stage.path.name}) "
+                    f"expects [{expected}]"
+                )
+
+
+def report(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from tpu_xdsl.files import write_atomic
+    from tpu_xdsl.tools.layer_graph import layer_graph
+    from tpu_xdsl.tools.report_page import Page, default_pair, model_name, render_page
+    from tpu_xdsl.tools.stages import align_feeds, check_feeds, load_stages, read_feeds
+
+    tolerance = Tolerance.parse(args.tolerance) if args.tolerance is not None else None
+    output = check_output(args.output)
+    stages = load_stages(args.stages)
+    try:
+        feeds = read_feeds(args.input, stages)
+    except zipfile.BadZipFile as err:  # read_input_file lets this one through
+        raise ReportError(f"{args.input}: cannot read inputs ({err}); give an .npz, .npy or image file") from err
+    check_feeds(feeds, stages, args.input)
+    check_shapes(feeds, stages, args.input)
+    started = time.perf_counter()
+    results = {}
+    with tqdm(total=len(stages), desc="report", disable=None, leave=False, file=sys.stderr) as bar:
+        for stage in stages:
+            bar.set_postfix_str(stage.label)
+            results[stage.kind] = stage.run(align_feeds(feeds, stage))
+            bar.update()
+    pairs = compare_stages(stages, results, tolerance)
+    ran = time.perf_counter()
+    device = next((device_run(s) for s in stages if s.kind == "device"), None)
+    shapes = {}
+    for stage in reversed(stages):  # the earliest stage's shape wins: the reference's
+        shapes.update({name: tuple(np.shape(value)) for name, value in results[stage.kind].items()})
+    page = Page(model_name(stages), stages, args.input, feeds, pairs, layer_graph(stages, results), shapes, device)
+    page.shown_pair = default_pair(pairs)
+    text = render_page(page)
+    try:
+        write_atomic(output, lambda f: f.write(text.encode("utf-8")), binary=True)
+    except OSError as err:
+        raise ReportError(f"-o {output}: cannot write ({err.strerror}); check that its folder is writable") from err
+    for pair in pairs:
+        print(f"{pair.title}: {pair.summary}")
+    print(f"wrote {output} ({len(page.tensor_names())} tensors, {len(page.graph.layers)} layers; "
+          f"stages run in {ran - started:.1f} s, page made in {time.perf_counter() - ran:.2f} s)")
+    return 0 if all(p.ok for p in pairs) else 1
