@@ -21,7 +21,9 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import numpy as np
+import onnx
 import pytest
+from onnx import TensorProto, helper
 
 from tests.test_cli_device import compiled  # noqa: F401  (the fixture)
 from tests.test_cli_int8_errors import assert_fails_cleanly, run
@@ -282,6 +284,30 @@ def test_one_stage_compares_nothing_and_passes(compiled, tmp_path, capsys):  # n
     assert "one stage: nothing compared" in page.find("section", id="graph").all_text()
 
 
+@pytest.mark.parametrize("kinds", [("onnx", "device"), ("tpu",), ("top", "device")])
+def test_graph_comes_from_the_most_readable_stage(kinds, compiled, tmp_path, capsys):  # noqa: F811
+    files = dict(zip(("onnx", "top", "tpu", "device"), stage_files(compiled.folder), strict=True))
+    html = tmp_path / "r.html"
+    code, _, err = run(capsys, "report", *(files[k] for k in kinds), "--input", compiled.x, "-o", html)
+    assert code in (0, 1), err
+    svg = parse(html.read_text(encoding="utf-8")).find("svg", id="graph-svg")
+    nodes = [g for g in svg.find_all("g") if g.has_class("node")]
+    names = [g.attrs["data-name"] for g in nodes]
+    edges = {(int(p.attrs["data-from"]), int(p.attrs["data-to"])) for p in svg.find_all("path") if p.has_class("edge")}
+    if kinds[0] == "onnx":
+        assert names == ["image", "conv", "relu", "flat", "logits"]  # the ONNX nodes
+        assert edges == {(0, 1), (1, 2), (2, 3), (3, 4)}
+    else:
+        module = load_stages([files[kinds[0]]])[0].handle
+        expected = [tensor_names(op)[0] for op in main_func(module).walk()
+                    if tensor_names(op) and op.name not in ("top.weight", "top.none", "tpu.group")]
+        assert names == expected
+        # A chain: each op consumes the one before it, through tpu.load/store and out of the group.
+        assert edges == {(i, i + 1) for i in range(len(names) - 1)}
+    grouped = [g.attrs["data-name"] for g in nodes if any(t.has_class("gtag") for t in g.find_all("text"))]
+    assert "relu" in grouped and "flat" not in grouped  # the conv's layer group
+
+
 def expected_device_names(path: Path) -> list[str]:
     from tpu_xdsl.device.model_file import load_model
 
@@ -306,7 +332,7 @@ def test_tolerance_flag_sets_every_pair(compiled, tmp_path, capsys):  # noqa: F8
 
 @pytest.mark.parametrize("case", [
     "missing stage", "unknown stage file", "bad onnx", "two TOP stages", "missing input", "corrupt input",
-    "input names", "input shape", "output folder", "output suffix", "tolerance",
+    "input names", "input shape", "output folder", "output suffix", "tolerance", "unrelated models",
 ])
 def test_bad_input_is_one_line_and_writes_nothing(case, compiled, tmp_path, capsys):  # noqa: F811
     folder = compiled.folder
@@ -347,8 +373,16 @@ def test_bad_input_is_one_line_and_writes_nothing(case, compiled, tmp_path, caps
             ("does not exist",)
     elif case == "output suffix":
         args, fragments = ["report", *stages, "--input", x, "-o", str(tmp_path / "r.txt")], ("name it r.html",)
-    else:
+    elif case == "tolerance":
         args, fragments = ["report", *stages, "--input", x, "-o", out, "--tolerance", "0.9"], ("--tolerance '0.9'",)
+    else:
+        other = tmp_path / "other.onnx"
+        graph = helper.make_graph([helper.make_node("Relu", ["pixels"], ["y"])], "other",
+                                  [helper.make_tensor_value_info("pixels", TensorProto.FLOAT, [1, 3, 8, 8])],
+                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, 8, 8])])
+        onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), other)
+        args, fragments = ["report", str(other), stages[1], "--input", x, "-o", out], \
+            ("other.onnx and ", "m.mlir have no tensor name in common")
     assert_fails_cleanly(capsys, (tmp_path, folder), args, *fragments)
     assert not list(tmp_path.glob("*.html")) and not list(tmp_path.glob(".*html*"))
 
@@ -443,7 +477,7 @@ def test_chromium_renders_the_page_and_its_script_runs(four_stages, tmp_path):
     assert probe["reversed"] == list(reversed(range(rows)))
     assert probe["selected"] == 1
     assert probe["highlighted"] == [probe["clicked"]]
-    assert probe["clicked"] in probe["details"] and "cos " in probe["details"]
+    assert probe["clicked"] in probe["details"] and "cosine" in probe["details"]
     assert probe["zoom"] > 1.5
     data = json.loads(page.find("script", id="report-data").all_text())
     assert probe["fillsFirstPair"] == [layer["pairs"][0]["fill"] for layer in data["layers"]]

@@ -648,8 +648,9 @@ nav{margin:10px 0 0}nav a{color:var(--accent)}
 #graph-box{flex:1;max-height:72vh;min-height:200px}
 #graph-svg{display:block;margin:0 auto}
 #details{width:300px;flex:none;border:1px solid var(--line);border-radius:6px;padding:8px 10px;max-height:72vh;
-overflow:auto;word-break:break-all}
-#details h3{font-size:14px;margin:0 0 4px}#details table td{padding:1px 6px 1px 0;vertical-align:top}
+overflow:auto;overflow-wrap:anywhere}
+#details h3{font-size:14px;margin:0 0 4px}#details h4{font-size:13px;margin:10px 0 2px}#details p{margin:2px 0}
+#details table td{padding:1px 8px 1px 0;vertical-align:top}#details .metrics td:last-child{font-variant-numeric:tabular-nums}
 .edge{fill:none;stroke:#8a8f98;stroke-width:1.2}
 .edge.hl{stroke:var(--accent);stroke-width:2.4}
 .node{cursor:pointer}.node text{font-size:11px}.node .op{font-weight:600}.node .cos{font-variant-numeric:tabular-nums}
@@ -703,16 +704,17 @@ function show(index){
   if (layer.group !== null) h += '<tr><td>group</td><td>' + layer.group + ': ' + esc(layer.groupName) + '</td></tr>';
   h += '</table>';
   data.pairs.forEach((title, i) => {
-    h += '<p><b>' + esc(title) + '</b>';
+    h += '<h4>' + esc(title) + '</h4>';
     const p = layer.pairs[i];
-    if (!p.tensors.length) h += '<br>not compared';
+    if (!p.tensors.length) h += '<p class="hint">not compared</p>';
     for (const t of p.tensors) {
-      h += '<br>' + (layer.names.length > 1 ? esc(t.name) + ': ' : '');
-      h += t.problem ? esc(t.problem) : 'cos ' + num(t.cos, 6) + ', euclid ' + num(t.euc, 6) + ', SQNR ' +
-        num(t.sqnr, 2) + ' dB, max|d| ' + (t.maxd === null ? '—' : Number(t.maxd).toPrecision(3));
-      h += t.ok ? ' <span class="pass">pass</span>' : ' <span class="fail">FAIL</span>';
+      const mark = t.ok ? '<span class="pass">pass</span>' : '<span class="fail">FAIL</span>';
+      h += '<p>' + (layer.names.length > 1 ? esc(t.name) + ' ' : '') + mark + '</p>';
+      if (t.problem) { h += '<p>' + esc(t.problem) + '</p>'; continue; }
+      h += '<table class="metrics"><tr><td>cosine</td><td>' + num(t.cos, 6) + '</td></tr><tr><td>euclidean</td><td>' +
+        num(t.euc, 6) + '</td></tr><tr><td>SQNR</td><td>' + num(t.sqnr, 2) + ' dB</td></tr><tr><td>max |d|</td><td>' +
+        (t.maxd === null ? '—' : Number(t.maxd).toPrecision(3)) + '</td></tr></table>';
     }
-    h += '</p>';
   });
   details.innerHTML = h;
 }
