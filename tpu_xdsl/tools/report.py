@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -190,7 +189,6 @@ def report(args: argparse.Namespace) -> int:
         raise ReportError(f"{args.input}: cannot read inputs ({err}); give an .npz, .npy or image file") from err
     check_feeds(feeds, stages, args.input)
     check_shapes(feeds, stages, args.input)
-    started = time.perf_counter()
     results = {}
     with tqdm(total=len(stages), desc="report", disable=None, leave=False, file=sys.stderr) as bar:
         for stage in stages:
@@ -198,7 +196,6 @@ def report(args: argparse.Namespace) -> int:
             results[stage.kind] = stage.run(align_feeds(feeds, stage))
             bar.update()
     pairs = compare_stages(stages, results, tolerance)
-    ran = time.perf_counter()
     device = next((device_run(s) for s in stages if s.kind == "device"), None)
     shapes = {}
     for stage in reversed(stages):  # the earliest stage's shape wins: the reference's
@@ -212,6 +209,5 @@ def report(args: argparse.Namespace) -> int:
         raise ReportError(f"-o {output}: cannot write ({err.strerror}); check that its folder is writable") from err
     for pair in pairs:
         print(f"{pair.title}: {pair.summary}")
-    print(f"wrote {output} ({len(page.tensor_names())} tensors, {len(page.graph.layers)} layers; "
-          f"stages run in {ran - started:.1f} s, page made in {time.perf_counter() - ran:.2f} s)")
+    print(f"wrote {output} ({len(page.tensor_names())} tensors, {len(page.graph.layers)} layers)")
     return 0 if all(p.ok for p in pairs) else 1
