@@ -169,13 +169,19 @@ def test_a_script_with_a_bad_command_exits_2(compiled, tmp_path, capsys):  # noq
     assert len(lines) == 1 and lines[0].startswith("tpu-xdsl: error: --script ") and "3 command(s) failed" in lines[0]
 
 
-@pytest.mark.parametrize("case", ["missing", "suffix", "two_tops", "onnx_only", "stage", "script", "input", "tolerance"])
+@pytest.mark.parametrize(
+    "case", ["missing", "suffix", "two_tops", "onnx_only", "stage", "script", "input", "shape", "corrupt", "tolerance"]
+)
 def test_bad_input_is_one_line(compiled, tmp_path, capsys, case):  # noqa: F811
     top, tpu, onnx_file = stages(compiled, "top", "tpu", "onnx")
     odd = tmp_path / "model.txt"
     odd.write_text("hello")
     wrong_input = tmp_path / "wrong.npz"
     np.savez(wrong_input, a=np.zeros((1, 3, 8, 8), np.float32), b=np.zeros((1, 3, 8, 8), np.float32))
+    small = tmp_path / "small.npz"
+    np.savez(small, image=np.zeros((1, 3, 4, 4), np.float32))
+    corrupt = tmp_path / "corrupt.npz"
+    corrupt.write_bytes(b"PK\x03\x04 not really a zip file")
     cases = {
         "missing": ([tmp_path / "nope.mlir", "--input", compiled.x], ["nope.mlir: no such file"]),
         "suffix": ([odd, "--input", compiled.x], ["model.txt: unknown stage file"]),
@@ -184,6 +190,9 @@ def test_bad_input_is_one_line(compiled, tmp_path, capsys, case):  # noqa: F811
         "stage": ([top, tpu, "--stage", "device", "--input", compiled.x], ["--stage device: no device stage"]),
         "script": ([top, "--input", compiled.x, "--script", tmp_path / "none.tdb"], ["--script", "no such file"]),
         "input": ([top, "--input", wrong_input], ["wrong.npz"]),
+        "shape": ([onnx_file, top, "--input", small], ["small.npz: input 'image' has shape [1, 3, 4, 4]",
+                                                     "expects [1, 3, 8, 8]"]),
+        "corrupt": ([top, "--input", corrupt], ["corrupt.npz: cannot read inputs"]),
         "tolerance": ([top, "--input", compiled.x, "--tolerance", "2,1"], ["--tolerance '2,1'"]),
     }
     args, fragments = cases[case]
@@ -272,7 +281,7 @@ def test_piped_commands_work_without_a_terminal(compiled):  # noqa: F811
     result = subprocess.run(
         [sys.executable, "-m", "tpu_xdsl.tools.tpu_xdsl", "debug", *stages(compiled, "tpu"), "--input",
          str(compiled.x)],
-        input="help\nstep 3\nwhere\nwhre\n", capture_output=True, text=True, timeout=120,
+        input="help\nstep 3\nwhere\nwhre\n", capture_output=True, text=True, timeout=120, check=False,
     )
     assert result.returncode == 0, result.stderr
     assert "compare TENSOR" in result.stdout and "break [TENSOR | OP-TYPE | INDEX | diverge] (b)" in result.stdout

@@ -165,6 +165,12 @@ def test_a_missing_model_and_a_missing_input(compiled, tmp_path, capsys):
     assert_fails_cleanly(capsys, (tmp_path, compiled.folder),
                          ["run", compiled.model, "--input", tmp_path / "none.npz", "--output", tmp_path / "y.npz"],
                          "none.npz", "no such input file")
+    corrupt = tmp_path / "corrupt.npz"
+    corrupt.write_bytes(b"PK\x03\x04 not really a zip file")
+    for model in (compiled.model, compiled.mlir):
+        assert_fails_cleanly(capsys, (tmp_path, compiled.folder),
+                             ["run", model, "--input", corrupt, "--output", tmp_path / "y.npz"],
+                             "corrupt.npz: cannot read inputs", "give an .npz, .npy or image file")
 
 
 def test_weights_larger_than_the_chips_ddr(compiled, tmp_path, capsys, monkeypatch):

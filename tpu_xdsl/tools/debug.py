@@ -33,7 +33,12 @@ from pathlib import Path
 import numpy as np
 
 from tpu_xdsl.errors import TpuXdslError
-from tpu_xdsl.interp.compare import Tolerance, compare_all, compare_tensors, format_table
+from tpu_xdsl.interp.compare import (
+    Tolerance,
+    compare_all,
+    compare_tensors,
+    format_table,
+)
 from tpu_xdsl.tools.stages import (
     SILENT_OPS,
     Stage,
@@ -196,7 +201,7 @@ class InterpreterCursor:
             self._events.put(("done", None))
         except _Abort:
             self._events.put(("aborted", None))
-        except Exception as e:  # an op that fails: the session reports it and stays usable
+        except Exception as e:  # noqa: BLE001 (an op that fails: the session reports it and stays usable)
             self._events.put(("error", e))
 
     def _wait(self) -> None:

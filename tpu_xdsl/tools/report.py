@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -133,45 +132,6 @@ def check_output(path: str) -> Path:
     return output
 
 
-def declared_shapes(stage: Stage) -> dict[str, tuple[int | None, ...]]:
-    """The input shapes a stage declares, None for a dynamic dimension."""
-    if stage.kind == "onnx":
-        initializers = {i.name for i in stage.handle.graph.initializer}
-        return {
-            i.name: tuple(d.dim_value if d.HasField("dim_value") else None for d in i.type.tensor_type.shape.dim)
-            for i in stage.handle.graph.input if i.name not in initializers
-        }
-    if stage.kind == "device":
-        return {d.name: tuple(d.shape) for d in stage.handle.inputs}
-    from tpu_xdsl.interp.runner import input_names, main_func
-    from tpu_xdsl.tools.layer_graph import shape_of
-
-    types = main_func(stage.handle).function_type.inputs.data
-    return {
-        name: tuple(d if d >= 0 else None for d in (shape_of(t) or ()))
-        for name, t in zip(input_names(stage.handle), types, strict=False)
-    }
-
-
-def check_shapes(feeds: Mapping[str, np.ndarray], stages: Sequence[Stage], path: str) -> None:
-    """Every input has the shape every stage declares for it, before any stage runs (an
-    engine such as onnxruntime would fail with a page of text)."""
-    from tpu_xdsl.tools.stages import align_feeds
-
-    for stage in stages:
-        aligned = align_feeds(feeds, stage)
-        for name, wanted in declared_shapes(stage).items():
-            if name not in aligned:
-                continue
-            got = tuple(np.shape(aligned[name]))
-            if len(got) != len(wanted) or any(w is not None and w != g for w, g in zip(wanted, got, strict=False)):
-                expected = ", ".join("?" if w is None else str(w) for w in wanted)
-                raise ReportError(
-                    f"{path}: input '{name}' has shape {list(got)}; the {stage.label} stage ({stage.path.name}) "
-                    f"expects [{expected}]"
-                )
-
-
 def report(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
@@ -183,12 +143,8 @@ def report(args: argparse.Namespace) -> int:
     tolerance = Tolerance.parse(args.tolerance) if args.tolerance is not None else None
     output = check_output(args.output)
     stages = load_stages(args.stages)
-    try:
-        feeds = read_feeds(args.input, stages)
-    except zipfile.BadZipFile as err:  # read_input_file lets this one through
-        raise ReportError(f"{args.input}: cannot read inputs ({err}); give an .npz, .npy or image file") from err
+    feeds = read_feeds(args.input, stages)
     check_feeds(feeds, stages, args.input)
-    check_shapes(feeds, stages, args.input)
     results = {}
     with tqdm(total=len(stages), desc="report", disable=None, leave=False, file=sys.stderr) as bar:
         for stage in stages:

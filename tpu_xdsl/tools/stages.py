@@ -56,6 +56,24 @@ class Stage:
 
         return input_names(self.handle)
 
+    def input_shapes(self) -> dict[str, tuple[int | None, ...]]:
+        """The shape the stage declares for each input, None for a dynamic dimension."""
+        if self.kind == "onnx":
+            initializers = {i.name for i in self.handle.graph.initializer}
+            return {
+                i.name: tuple(d.dim_value if d.HasField("dim_value") else None for d in i.type.tensor_type.shape.dim)
+                for i in self.handle.graph.input if i.name not in initializers
+            }
+        if self.kind == "device":
+            return {d.name: tuple(d.shape) for d in self.handle.inputs}
+        from tpu_xdsl.interp.runner import main_func
+
+        types = main_func(self.handle).function_type.inputs.data
+        return {
+            name: tuple(d if d >= 0 else None for d in t.get_shape())  # type: ignore[attr-defined]
+            for name, t in zip(self.input_names(), types, strict=True)
+        }
+
     def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Every named tensor of one run, as real values (INT8 dequantized)."""
         if self.kind == "onnx":
@@ -193,16 +211,26 @@ def read_feeds(path: str, stages: Sequence[Stage]) -> dict[str, np.ndarray]:
 
 
 def check_feeds(feeds: Mapping[str, np.ndarray], stages: Sequence[Stage], path: str) -> None:
-    """Every stage finds its inputs among the feeds (names match across stages)."""
+    """Every stage finds its inputs among the feeds (names match across stages) in the shape
+    it declares, before any stage runs (an engine such as onnxruntime would fail with a page
+    of text)."""
     for stage in stages:
         names = stage.input_names()
-        if len(names) == 1 and len(feeds) == 1:
-            continue
-        missing = [n for n in names if n not in feeds]
-        if missing:
-            raise StageError(
-                f"{path}: has no input '{missing[0]}' of the {stage.label} stage (it has {', '.join(sorted(feeds))})"
-            )
+        if not (len(names) == 1 and len(feeds) == 1):
+            missing = [n for n in names if n not in feeds]
+            if missing:
+                raise StageError(
+                    f"{path}: has no input '{missing[0]}' of the {stage.label} stage (it has {', '.join(sorted(feeds))})"
+                )
+        aligned = align_feeds(feeds, stage)
+        for name, wanted in stage.input_shapes().items():
+            got = tuple(np.shape(aligned[name]))
+            if len(got) != len(wanted) or any(w is not None and w != g for w, g in zip(wanted, got)):
+                expected = ", ".join("?" if w is None else str(w) for w in wanted)
+                raise StageError(
+                    f"{path}: input '{name}' has shape {list(got)}; the {stage.label} stage ({stage.path.name}) "
+                    f"expects [{expected}]"
+                )
 
 
 def align_feeds(feeds: Mapping[str, np.ndarray], stage: Stage) -> dict[str, np.ndarray]:

@@ -58,6 +58,8 @@ def load_inputs(path: str, module, preprocess=None) -> dict:
 def read_input_file(path: str, names: list[str], image) -> dict:
     """Arrays by input name from an .npz, an .npy (the first input), or an image file that
     `image(file)` turns into the single input."""
+    import zipfile
+
     import numpy as np
 
     from tpu_xdsl.frontend.preprocess import is_image
@@ -74,7 +76,7 @@ def read_input_file(path: str, names: list[str], image) -> dict:
             return {names[0]: np.load(file, allow_pickle=False)}
         with np.load(file, allow_pickle=False) as npz:
             return {k: npz[k] for k in npz.files}
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, zipfile.BadZipFile) as e:
         raise UsageError(f"{path}: cannot read inputs ({e}); give an .npz, .npy or image file") from e
 
 
