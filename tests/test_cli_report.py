@@ -30,9 +30,13 @@ from tests.test_cli_int8_errors import assert_fails_cleanly, run
 from tpu_xdsl.device.runtime import LoadedModel, profile_rows
 from tpu_xdsl.interp.compare import compare_all
 from tpu_xdsl.interp.runner import main_func, tensor_names
-from tpu_xdsl.tools import report as report_module
 from tpu_xdsl.tools import report_page
-from tpu_xdsl.tools.stages import align_feeds, load_stages, read_feeds
+from tpu_xdsl.tools.stages import (
+    align_feeds,
+    default_tolerance,
+    load_stages,
+    read_feeds,
+)
 
 # -- the page as a tree ---------------------------------------------------------------------
 
@@ -144,7 +148,7 @@ def expected(four_stages):
     pairs = {}
     for ref, act in itertools.pairwise(stages):
         rows = compare_all(results[ref.kind], results[act.kind])
-        pairs[f"{act.label} vs {ref.label}"] = ({r.name: r for r in rows}, report_module.default_tolerance(ref, act))
+        pairs[f"{act.label} vs {ref.label}"] = ({r.name: r for r in rows}, default_tolerance(ref, act))
     top = next(s for s in stages if s.kind == "top")
     layers = [tensor_names(op)[0] for op in main_func(top.handle).walk()
               if tensor_names(op) and op.name not in ("top.weight", "top.none")]

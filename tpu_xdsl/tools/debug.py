@@ -371,7 +371,10 @@ class Session:
         return reference_of(self.stages, self.stepped)
 
     def tolerance(self, stage: Stage) -> Tolerance:
-        return self.tolerance_override or default_tolerance(stage)
+        reference = reference_of(self.stages, stage)
+        if self.tolerance_override or reference is None:
+            return self.tolerance_override or Tolerance.parse("0.99,0.99")
+        return default_tolerance(reference, stage)
 
     def full_run(self, stage: Stage) -> dict[str, np.ndarray]:
         """Every tensor of a whole run of `stage` (real values), run once per session."""

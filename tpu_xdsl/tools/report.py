@@ -78,23 +78,11 @@ class StagePair:
         return f"{self.actual.label} vs {self.reference.label}"
 
 
-def default_tolerance(reference: Stage, actual: Stage) -> Tolerance:
-    """`stages.default_tolerance` (transform's for TOP, deploy's for the rest), except the
-    device checked against a float stage (no TPU stage loaded): then the mode's, as the TPU
-    interpreter would be."""
-    from tpu_xdsl.tools.deploy import DEFAULT_TOLERANCE
-    from tpu_xdsl.tools.stages import default_tolerance as stage_tolerance
-
-    if actual.kind == "device" and reference.kind != "tpu":
-        return Tolerance.parse(DEFAULT_TOLERANCE.get(actual.handle.mode, DEFAULT_TOLERANCE["F32"]))
-    return stage_tolerance(actual)
-
-
 def compare_stages(
     stages: Sequence[Stage], results: Mapping[str, Mapping[str, np.ndarray]], tolerance: Tolerance | None
 ) -> list[StagePair]:
     from tpu_xdsl.interp.compare import compare_all, summarize
-    from tpu_xdsl.tools.stages import reference_of
+    from tpu_xdsl.tools.stages import default_tolerance, reference_of
 
     pairs = []
     for stage in stages:

@@ -241,17 +241,20 @@ def align_feeds(feeds: Mapping[str, np.ndarray], stage: Stage) -> dict[str, np.n
     return {n: feeds[n] for n in names}
 
 
-def default_tolerance(stage: Stage) -> Tolerance:
-    """What `stage` must reach against its reference stage: TOP against ONNX and the TPU
-    interpreter against TOP as transform and deploy check them; the device against the
-    TPU interpreter as deploy checks it (integer tensors equal, floats to 0.99999)."""
+def default_tolerance(reference: Stage, stage: Stage) -> Tolerance:
+    """What `stage` must reach against `reference`: TOP against ONNX and the TPU interpreter
+    against TOP as transform and deploy check them; the device against the TPU interpreter
+    as deploy checks it (integer tensors equal, floats to 0.99999); the device against a
+    float stage (no TPU stage loaded) as the TPU interpreter would be, by its mode."""
+    from xdsl.dialects.builtin import StringAttr
+
     from tpu_xdsl.tools.deploy import DEFAULT_TOLERANCE, DEVICE_FLOAT_COSINE
 
     if stage.kind == "device":
-        return Tolerance(DEVICE_FLOAT_COSINE, -1.0)
+        if reference.kind == "tpu":
+            return Tolerance(DEVICE_FLOAT_COSINE, -1.0)
+        return Tolerance.parse(DEFAULT_TOLERANCE.get(stage.handle.mode, DEFAULT_TOLERANCE["F32"]))
     if stage.kind == "tpu":
-        from xdsl.dialects.builtin import StringAttr
-
         mode = stage.handle.attributes.get("module.mode")
         return Tolerance.parse(DEFAULT_TOLERANCE.get(mode.data if isinstance(mode, StringAttr) else "", "0.99,0.99"))
     return Tolerance.parse(DEFAULT_TOLERANCE["F32"])
