@@ -287,3 +287,35 @@ def test_piped_commands_work_without_a_terminal(compiled):  # noqa: F811
     assert "compare TENSOR" in result.stdout and "break [TENSOR | OP-TYPE | INDEX | diverge] (b)" in result.stdout
     assert "(step 4 of" in result.stdout
     assert "error: unknown command 'whre'; did you mean 'where'?" in result.stdout
+
+
+def test_ctrl_c_stops_a_long_continue_and_the_session_goes_on(compiled, monkeypatch):  # noqa: F811
+    """Ctrl-C while `continue` runs: 'interrupted', the cursor where the op that was running
+    finished, and the next command works."""
+    import io
+
+    from tpu_xdsl.tools import debug
+    from tpu_xdsl.tools.stages import load_stages, read_feeds
+
+    stages_ = load_stages(stages(compiled, "tpu"))
+    feeds = read_feeds(str(compiled.x), stages_)
+    session_ = debug.Session(stages_, feeds, stages_[0])
+    out = io.StringIO()
+    debugger = debug.Debugger(session_, stdin=io.StringIO(), stdout=out)
+    real_advance = debug.InterpreterCursor.advance
+    calls = []
+
+    def advance(self):
+        calls.append(self.position)
+        done = real_advance(self)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return done
+
+    monkeypatch.setattr(debug.InterpreterCursor, "advance", advance)
+    debugger.onecmd("continue")
+    assert "interrupted" in out.getvalue()
+    assert "(step 4 of" in out.getvalue()  # three ops ran
+    debugger.onecmd("continue")
+    assert "TPU INT8: finished" in out.getvalue()
+    session_.close()

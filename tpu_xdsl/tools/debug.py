@@ -217,7 +217,11 @@ class InterpreterCursor:
         """Run the op the cursor is before; the names of the tensors it completed."""
         before = len(self.order)
         self._go.release()
-        self._wait()
+        try:
+            self._wait()
+        except KeyboardInterrupt:
+            self._wait()  # Ctrl-C during an op: let the op finish, so the cursor stays in step
+            raise
         return self.order[before:]
 
     def close(self) -> None:
@@ -271,6 +275,11 @@ class DeviceCursor:
     def _next(self) -> None:
         try:
             index = next(self._steps)
+        except KeyboardInterrupt:
+            # The program stopped inside an instruction: it cannot go on from there.
+            self.finished, self.position = True, len(self.points)
+            self.error = DebugError("interrupted inside an instruction; 'run' starts again")
+            raise
         except StopIteration:
             self.finished = True
             self.position = len(self.points)
@@ -556,17 +565,20 @@ class Debugger(cmd.Cmd):
         """Run `count` ops/instructions, or (None) until a breakpoint or the end."""
         cursor = self._cursor()
         ran = 0
-        while not cursor.finished:
-            if count is None and ran and (hit := self._breakpoint_hit(cursor.points[cursor.position])):
-                self.say(f"stopped at {hit}")
-                break
-            done = cursor.advance()
-            ran += 1
-            if (message := self._diverged(done)) is not None:
-                self.say(f"stopped: {message}")
-                break
-            if count is not None and ran >= count:
-                break
+        try:
+            while not cursor.finished:
+                if count is None and ran and (hit := self._breakpoint_hit(cursor.points[cursor.position])):
+                    self.say(f"stopped at {hit}")
+                    break
+                done = cursor.advance()
+                ran += 1
+                if (message := self._diverged(done)) is not None:
+                    self.say(f"stopped: {message}")
+                    break
+                if count is not None and ran >= count:
+                    break
+        except KeyboardInterrupt:  # Ctrl-C stops a long 'continue' where it is, as in gdb
+            self.say("interrupted")
         self.say(self._where_line())
 
     # commands -----------------------------------------------------------------------------
