@@ -218,12 +218,18 @@ def read_until(fd: int, pattern: bytes, seen: bytearray, timeout: float = 60) ->
 
 
 def test_a_terminal_session_with_completion_and_history(compiled, tmp_path):  # noqa: F811
+    """The acceptance session typed at a terminal: Tab completes a tensor name, the
+    breakpoint stops, print and compare show the tensor, and diff names the tensor of the
+    deliberately corrupted filter as the first diverging one."""
     import pty
 
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    corrupted, victim = corrupt_weight(compiled.mlir, bad)
     history = tmp_path / "history"
     env = {**os.environ, "TPU_XDSL_HISTORY": str(history), "TERM": "dumb", "INPUTRC": os.devnull}
-    argv = [sys.executable, "-m", "tpu_xdsl.tools.tpu_xdsl", "debug", *stages(compiled, "top", "tpu"),
-            "--input", str(compiled.x), "--tolerance", LOOSE]
+    argv = [sys.executable, "-m", "tpu_xdsl.tools.tpu_xdsl", "debug", str(compiled.folder / "m.mlir"),
+            str(corrupted), "--input", str(compiled.x), "--tolerance", LOOSE]
     pid, fd = pty.fork()
     if pid == 0:  # the child: the debugger on the pseudo-terminal
         os.execvpe(argv[0], argv, env)
@@ -236,20 +242,18 @@ def test_a_terminal_session_with_completion_and_history(compiled, tmp_path):  # 
         read_until(fd, b"breakpoint 1: relu_per_tensor", seen)
         os.write(fd, b"run\n")
         read_until(fd, b"stopped at breakpoint 1 (relu_per_tensor)", seen)
-        os.write(fd, b"compare relu\n")
+        os.write(fd, f"print {victim}\n".encode())
+        read_until(fd, f"{victim}: shape [1, 4, 8, 8]".encode(), seen)
+        os.write(fd, f"compare {victim}\n".encode())
         read_until(fd, b"vs TOP: cosine", seen)
+        os.write(fd, b"diff\n")
+        read_until(fd, f"first diverging tensor: {victim}, made by tpu.conv".encode(), seen)
         os.write(fd, b"quit\n")
         _, status = os.waitpid(pid, 0)
-        read_until_end = time.monotonic() + 5
-        while time.monotonic() < read_until_end:
-            try:
-                if not os.read(fd, 4096):
-                    break
-            except OSError:
-                break
     finally:
         os.close(fd)
     assert os.waitstatus_to_exitcode(status) == 0, bytes(seen)
+    assert re.search(r"vs TOP: cosine -?0\.\d+ .* FAIL", bytes(seen).decode()), bytes(seen)
     assert "break relu_per_tensor" in history.read_text().splitlines(), history.read_text()
 
 
