@@ -584,7 +584,8 @@ class Debugger(cmd.Cmd):
     # commands -----------------------------------------------------------------------------
     def do_run(self, arg: str) -> None:
         """run: start the stepped stage again from its first op and go to a breakpoint or the end."""
-        self.session.cursor = self.session.cursor and self.session.cursor.close()
+        self.session.close()
+        self.session.cursor = None
         self._cursor()
         cursor = self.session.cursor
         if cursor.points and not cursor.finished and (hit := self._breakpoint_hit(cursor.points[0])):
