@@ -323,3 +323,12 @@ def test_ctrl_c_stops_a_long_continue_and_the_session_goes_on(compiled, monkeypa
     debugger.onecmd("continue")
     assert "TPU INT8: finished" in out.getvalue()
     session_.close()
+
+
+def test_next_runs_a_layer_group_and_step_goes_into_it(compiled, tmp_path, capsys):  # noqa: F811
+    code, out, err = session(capsys, tmp_path, compiled, ("tpu",), "next\nnext\nbreak 0\nrun\nstep 2\n")
+    assert code == 0, out + err
+    wheres = re.findall(r"TPU INT8: before op #\d+ \(step \d+ of \d+\): (\S+)", out)
+    # next: the input, then the whole group at once, to the reshape after it; from the start
+    # again, step 2 goes into the group
+    assert wheres == ["tpu.group", "tpu.reshape", "top.input", "tpu.load"], wheres

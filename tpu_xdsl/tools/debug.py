@@ -90,6 +90,7 @@ class Point:
     names: tuple[str, ...]
     text: str
     marks: tuple[str, ...] = ()
+    after: int | None = None  # for a tpu.group: the index just past its member ops
 
     def stops_for(self, spec: str) -> bool:
         """A breakpoint `spec` (tensor, op type or index) holds before this point."""
@@ -108,11 +109,18 @@ def module_points(module) -> tuple[list, list[Point]]:
     from tpu_xdsl.interp.runner import main_func, tensor_names
 
     ops = [op for op in main_func(module).walk() if op.name not in SILENT_OPS]
+    index = {id(op): i for i, op in enumerate(ops)}
     points = []
     for i, op in enumerate(ops):
         names = tuple(tensor_names(op))
-        # A layer group yields tensors its member ops make: a tensor breakpoint stops at the member.
-        points.append(Point(i, op.name, () if op.name == "tpu.group" else names, _op_text(op, names)))
+        if op.name != "tpu.group":
+            points.append(Point(i, op.name, names, _op_text(op, names)))
+            continue
+        # A layer group yields tensors its member ops make: a tensor breakpoint stops at the
+        # member; `next` runs the whole group.
+        members = [index[id(inner)] for inner in op.walk() if id(inner) in index and inner is not op]
+        points.append(Point(i, op.name, (), _op_text(op, names) + f"  ({len(members)} ops)",
+                            after=max(members, default=i) + 1))
     return ops, points
 
 
@@ -561,12 +569,12 @@ class Debugger(cmd.Cmd):
                             f"(tolerance {tolerance.cosine}, {tolerance.euclidean})")
         return None
 
-    def _go(self, count: int | None) -> None:
-        """Run `count` ops/instructions, or (None) until a breakpoint or the end."""
+    def _go(self, count: int | None, until: int | None = None) -> None:
+        """Run `count` ops/instructions, or (None) until a breakpoint, position `until` or the end."""
         cursor = self._cursor()
         ran = 0
         try:
-            while not cursor.finished:
+            while not cursor.finished and (until is None or cursor.position < until):
                 if count is None and ran and (hit := self._breakpoint_hit(cursor.points[cursor.position])):
                     self.say(f"stopped at {hit}")
                     break
@@ -615,10 +623,16 @@ class Debugger(cmd.Cmd):
     do_s = do_step
 
     def do_next(self, arg: str) -> None:
-        """next (n): run the next op (TOP/TPU) or instruction (device)."""
+        """next (n): run the next op (TOP/TPU) or instruction (device); before a layer group,
+        the whole group (stopping at a breakpoint inside it), where 'step' goes into it."""
         if arg.strip():
             raise DebugError("next takes no argument; 'step N' runs N")
-        self._go(1)
+        cursor = self._cursor()
+        point = None if cursor.finished else cursor.points[cursor.position]
+        if point is not None and point.after is not None:
+            self._go(None, until=point.after)
+        else:
+            self._go(1)
 
     do_n = do_next
 
