@@ -332,3 +332,22 @@ def test_next_runs_a_layer_group_and_step_goes_into_it(compiled, tmp_path, capsy
     # next: the input, then the whole group at once, to the reshape after it; from the start
     # again, step 2 goes into the group
     assert wheres == ["tpu.group", "tpu.reshape", "top.input", "tpu.load"], wheres
+
+
+def test_completion_offers_each_name_once(compiled):  # noqa: F811
+    import io
+
+    from tpu_xdsl.tools import debug
+    from tpu_xdsl.tools.stages import load_stages, read_feeds
+
+    stages_ = load_stages(stages(compiled, "top", "tpu"))
+    session_ = debug.Session(stages_, read_feeds(str(compiled.x), stages_), stages_[1])
+    debugger = debug.Debugger(session_, stdin=io.StringIO(), stdout=io.StringIO())
+    # 'relu' is a tensor of the TPU module; tensor names, op types and words each come once
+    found = debugger.completedefault("re", "break re", 6, 8)
+    assert "relu" in found and "relu_per_tensor" in found and "requant" in found
+    assert len(found) == len(set(found))
+    assert debugger.completenames("st") == ["step", "stage"]
+    assert debugger.complete_info("m") == ["memory"]
+    assert debugger.complete_stage("") == ["top", "tpu"]
+    session_.close()

@@ -502,8 +502,14 @@ class Debugger(cmd.Cmd):
         raise DebugError(f"unknown command '{word}'{hint}")
 
     def completedefault(self, text, line, begidx, endidx) -> list[str]:
-        words = [*self.session.tensor_names(), *self.session.op_types(), "diverge", "all"]
+        words = dict.fromkeys([*self.session.tensor_names(), *self.session.op_types(), "diverge", "all"])
         return [w for w in words if w.startswith(text)]
+
+    def complete_info(self, text, *ignored) -> list[str]:
+        return [w for w in ("stages", "break", "memory") if w.startswith(text)]
+
+    def complete_stage(self, text, *ignored) -> list[str]:
+        return [s.kind for s in self.session.stages if s.kind != "onnx" and s.kind.startswith(text)]
 
     def completenames(self, text, *ignored) -> list[str]:
         return [n for n in COMMANDS if n.startswith(text)]
