@@ -30,6 +30,7 @@ tensor compares with its TOP tensor by name.
 from __future__ import annotations
 
 import sys
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -77,6 +78,26 @@ INT8_PATTERNS = (
     ConvInt8, DeconvInt8, MatMulInt8, ScaleInt8, LutInt8, EltwiseInt8,
     MaxPoolInt8, AvgPoolInt8, ReduceInt8, ConcatInt8, DataMovementInt8,
 )
+
+
+LOWERED_STATE = "TPU_LOWERED"
+
+
+def lowered_chip(module: ModuleOp, accepted: Collection[str], takes: str, error: type[Exception]) -> str:
+    """The chip a TPU module was lowered for, once its module.state is one of `accepted`.
+    For the passes after this one; `takes` says what the pass takes, e.g. "tpu-assign-memory
+    takes a TPU module", and `error` is the pass's error class."""
+    state = module.attributes.get("module.state")
+    if not isinstance(state, StringAttr) or state.data not in accepted:
+        shown = state.data if isinstance(state, StringAttr) else "missing"
+        raise error(
+            f"module.state is {shown}: {takes} ({LOWERED_STATE}); "
+            "lower it with tpu-xdsl deploy or the lower-top-to-tpu pass first"
+        )
+    chip = module.attributes.get("module.chip")
+    if not isinstance(chip, StringAttr):
+        raise error("the module names no chip (module.chip): lower it with tpu-xdsl deploy --chip")
+    return chip.data
 
 
 def lower_top_to_tpu(
@@ -134,7 +155,7 @@ def lower_top_to_tpu(
 
     TopDce().apply(Context(), module)  # the f32 weights that were converted
     sync_function_type(main_func(module))
-    module.attributes["module.state"] = StringAttr("TPU_LOWERED")
+    module.attributes["module.state"] = StringAttr(LOWERED_STATE)
     module.attributes["module.chip"] = StringAttr(chip.name)
     module.attributes["module.mode"] = StringAttr(mode)
     if int8:

@@ -55,11 +55,13 @@ from tpu_xdsl.device.chip import chip_config
 from tpu_xdsl.errors import TpuXdslError
 from tpu_xdsl.interp.dtypes import numpy_dtype
 from tpu_xdsl.interp.runner import main_func, tensor_names
+from tpu_xdsl.transforms.lower_top_to_tpu import LOWERED_STATE, lowered_chip
+from tpu_xdsl.transforms.tpu_layer_group import GROUPED_STATE
 
 TENSOR_ALIGN = 64
 REGION_ALIGN = 4096
 ADDRESSED_STATE = "TPU_ADDRESSED"
-_ACCEPTED_STATES = ("TPU_LOWERED", "TPU_GROUPED", ADDRESSED_STATE)
+_ACCEPTED_STATES = (LOWERED_STATE, GROUPED_STATE, ADDRESSED_STATE)
 FIRST_FIT = "first-fit"
 LARGEST_FIRST = "largest-first"
 LONGEST_FIRST = "longest-lived-first"
@@ -317,24 +319,10 @@ def _collect(module: ModuleOp) -> tuple[list[_Tensor], list[_Tensor]]:
     return weights, activations
 
 
-def _check_stage(module: ModuleOp) -> str:
-    state = module.attributes.get("module.state")
-    if not isinstance(state, StringAttr) or state.data not in _ACCEPTED_STATES:
-        shown = state.data if isinstance(state, StringAttr) else "not set"
-        raise MemoryAssignmentError(
-            f"module.state is {shown}: tpu-assign-memory takes a TPU module (TPU_LOWERED); "
-            "lower it with tpu-xdsl deploy or the lower-top-to-tpu pass first"
-        )
-    chip = module.attributes.get("module.chip")
-    if not isinstance(chip, StringAttr):
-        raise MemoryAssignmentError(
-            "the module names no chip (module.chip): lower it with tpu-xdsl deploy --chip"
-        )
-    return chip.data
-
-
 def _plan(module: ModuleOp) -> tuple[MemoryPlan, dict[SSAValue, int]]:
-    chip = chip_config(_check_stage(module))
+    chip = chip_config(
+        lowered_chip(module, _ACCEPTED_STATES, "tpu-assign-memory takes a TPU module", MemoryAssignmentError)
+    )
     weights, activations = _collect(module)
 
     address_of: dict[SSAValue, int] = {}

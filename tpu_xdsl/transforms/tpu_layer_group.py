@@ -51,6 +51,7 @@ from tpu_xdsl.dialects import op_class
 from tpu_xdsl.dialects.tpu import LgInfoAttr
 from tpu_xdsl.errors import TpuXdslError
 from tpu_xdsl.interp.runner import main_func, tensor_names
+from tpu_xdsl.transforms.lower_top_to_tpu import LOWERED_STATE, lowered_chip
 from tpu_xdsl.transforms.matching import is_none
 from tpu_xdsl.weights import is_weight
 
@@ -170,17 +171,9 @@ def layer_group(module: ModuleOp, opt: int = 2) -> GroupReport:
     """Group the ops of a lowered TPU module (state TPU_LOWERED) for its chip."""
     if opt not in (1, 2):
         raise LayerGroupError(f"opt={opt}: use 1 (greedy) or 2 (dynamic programming)")
-    state = module.attributes.get("module.state")
-    if not isinstance(state, StringAttr) or state.data != "TPU_LOWERED":
-        shown = state.data if isinstance(state, StringAttr) else "missing"
-        raise LayerGroupError(
-            f"module.state is {shown}: tpu-layer-group takes a lowered TPU module (TPU_LOWERED); "
-            "lower it with tpu-xdsl deploy or the lower-top-to-tpu pass first"
-        )
-    chip_attr = module.attributes.get("module.chip")
-    if not isinstance(chip_attr, StringAttr):
-        raise LayerGroupError("the module names no chip (module.chip): lower it with tpu-xdsl deploy --chip")
-    chip = chip_config(chip_attr.data)
+    chip = chip_config(
+        lowered_chip(module, (LOWERED_STATE,), "tpu-layer-group takes a lowered TPU module", LayerGroupError)
+    )
     planner = _planner(chip)
     ops = [op for op in main_func(module).body.block.ops if op.name not in _SKIPPED]
     report = GroupReport(chip.name, opt, ops=len(ops))
