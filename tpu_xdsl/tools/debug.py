@@ -156,9 +156,9 @@ class InterpreterCursor:
     stops the thread before each op until the session says go. Not a second executor:
     the same ModuleRunner as `run`, with one more listener."""
 
-    def __init__(self, stage: Stage, feeds: Mapping[str, np.ndarray]):
+    def __init__(self, stage: Stage, feeds: Mapping[str, np.ndarray], ops: list, points: list[Point]):
         self.stage = stage
-        self.ops, self.points = module_points(stage.handle)
+        self.ops, self.points = ops, points
         self._index = {id(op): i for i, op in enumerate(self.ops)}
         self.tensors: dict[str, np.ndarray] = {}
         self.order: list[str] = []
@@ -262,15 +262,12 @@ class DeviceCursor:
     """A .tpumodel on the device model, one instruction at a time: the program's own
     steps (`Program.steps`), in the order the instructions finish in simulated time."""
 
-    def __init__(self, stage: Stage, feeds: Mapping[str, np.ndarray]):
-        from tpu_xdsl.device.runtime import LoadedModel
-
+    def __init__(self, stage: Stage, feeds: Mapping[str, np.ndarray], points: list[Point]):
         self.stage = stage
-        self.loaded = LoadedModel(stage.handle)
+        self.loaded = stage.loaded
         self._completes = self.loaded.completed_by()
-        self.points = device_points(stage.handle, self.loaded.timeline, self._completes)
-        by_id = {i.id: i for i in stage.handle.instructions}
-        self.instructions = by_id
+        self.points = points
+        self.instructions = {i.id: i for i in stage.handle.instructions}
         self.tensors: dict[str, np.ndarray] = {}
         self.order: list[str] = []
         self.position = 0
@@ -341,29 +338,26 @@ class Session:
                  tolerance: Tolerance | None = None):
         self.stages = stages
         self.feeds = feeds
-        self.stepped = stepped
         self.tolerance_override = tolerance
         self.cursor: InterpreterCursor | DeviceCursor | None = None
         self.breakpoints: list[str] = []
         self.full_runs: dict[str, dict[str, np.ndarray]] = {}
-        self.static_points = self._points_of(stepped)
+        self.step(stepped)
 
-    # What the stepped stage is made of, without running it.
-    def _points_of(self, stage: Stage) -> list[Point]:
+    def step(self, stage: Stage) -> None:
+        """Step `stage` from now on (not started): its ops or instructions in the order they run."""
+        self.close()
+        self.cursor = None
+        self.stepped = stage
         if stage.kind == "device":
-            from tpu_xdsl.device.runtime import LoadedModel
-
-            loaded = LoadedModel(stage.handle)
-            return device_points(stage.handle, loaded.timeline, loaded.completed_by())
-        return module_points(stage.handle)[1]
-
-    @property
-    def points(self) -> list[Point]:
-        return self.cursor.points if self.cursor else self.static_points
+            self.ops: list = []
+            self.points = device_points(stage.handle, stage.loaded.timeline, stage.loaded.completed_by())
+        else:
+            self.ops, self.points = module_points(stage.handle)
 
     def tensor_names(self) -> list[str]:
         names: dict[str, None] = {}
-        for point in self.static_points:
+        for point in self.points:
             names.update(dict.fromkeys((*point.names, *point.marks)))
         for values in self.full_runs.values():
             names.update(dict.fromkeys(values))
@@ -371,7 +365,7 @@ class Session:
 
     def op_types(self) -> list[str]:
         kinds: dict[str, None] = {}
-        for point in self.static_points:
+        for point in self.points:
             kinds[point.kind.split()[-1].split(".")[-1]] = None
         return list(kinds)
 
@@ -404,9 +398,9 @@ class Session:
             self.cursor.close()
         feeds = align_feeds(self.feeds, self.stepped)
         if self.stepped.kind == "device":
-            self.cursor = DeviceCursor(self.stepped, feeds)
+            self.cursor = DeviceCursor(self.stepped, feeds, self.points)
         else:
-            self.cursor = InterpreterCursor(self.stepped, feeds)
+            self.cursor = InterpreterCursor(self.stepped, feeds, self.ops, self.points)
 
     def so_far(self) -> dict[str, np.ndarray]:
         """The stepped stage's tensors computed so far, as real values, in execution order."""
@@ -883,10 +877,7 @@ class Debugger(cmd.Cmd):
         if not choices:
             loaded = ", ".join(s.kind for s in session.stages if s.kind != "onnx")
             raise DebugError(f"stage {kind}: no such stage to step; loaded: {loaded}")
-        session.close()
-        session.cursor = None
-        session.stepped = choices[0]
-        session.static_points = session._points_of(choices[0])
+        session.step(choices[0])
         self.say(f"stepping {session.stepped.label}")
 
     def do_quit(self, arg: str) -> bool:

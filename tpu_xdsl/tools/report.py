@@ -102,9 +102,9 @@ def compare_stages(
 
 def device_run(stage: Stage) -> DeviceRun:
     """The compiled model's schedule (the same on every input) and its profile rows."""
-    from tpu_xdsl.device.runtime import LoadedModel, profile_rows
+    from tpu_xdsl.device.runtime import profile_rows
 
-    loaded = LoadedModel(stage.handle)
+    loaded = stage.loaded
     return DeviceRun(stage.handle, loaded.timeline, profile_rows(stage.handle, loaded.timeline), loaded.chip)
 
 

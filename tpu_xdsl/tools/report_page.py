@@ -185,23 +185,13 @@ def model_name(stages: Sequence[Stage]) -> str:
     return stages[0].path.stem
 
 
-def stage_mode(stage: Stage) -> str | None:
-    """The stage's quantization mode (INT8, F16, ...), None for ONNX and TOP."""
-    if stage.kind == "device":
-        return stage.handle.mode
-    if stage.kind == "tpu":
-        mode = stage.handle.attributes.get("module.mode")
-        return getattr(mode, "data", None)
-    return None
-
-
 def chip_and_mode(stages: Sequence[Stage]) -> tuple[str, str]:
     for stage in reversed(stages):
         if stage.kind == "device":
             return stage.handle.chip, stage.handle.mode
         if stage.kind == "tpu":
             chip = stage.handle.attributes.get("module.chip")
-            return getattr(chip, "data", "?"), stage_mode(stage) or "?"
+            return getattr(chip, "data", "?"), stage.mode or "?"
     return "none (no TPU stage)", "F32"
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -43,8 +44,24 @@ class Stage:
     weights: Mapping[str, np.ndarray] = field(default_factory=dict)
 
     @property
-    def module(self):
-        return self.handle if self.kind in ("top", "tpu") else None
+    def mode(self) -> str | None:
+        """The quantization mode (INT8, F16, ...) of a TPU or device stage; None before."""
+        if self.kind == "device":
+            return self.handle.mode
+        if self.kind == "tpu":
+            from xdsl.dialects.builtin import StringAttr
+
+            mode = self.handle.attributes.get("module.mode")
+            return mode.data if isinstance(mode, StringAttr) else None
+        return None
+
+    @cached_property
+    def loaded(self):
+        """A device stage's model loaded on the device model (checked, scheduled, bound),
+        once: whole runs, the debugger's steps and the report's profile share it."""
+        from tpu_xdsl.device.runtime import LoadedModel
+
+        return LoadedModel(self.handle)
 
     def input_names(self) -> list[str]:
         if self.kind == "onnx":
@@ -82,9 +99,7 @@ class Stage:
             wanted = {name: np.asarray(feeds[name], dtype=np.float32) for name in self.input_names()}
             return run_reference(self.handle, wanted)[0]
         if self.kind == "device":
-            from tpu_xdsl.device.runtime import run_model
-
-            result = run_model(self.handle, feeds, dump_all=True)
+            result = self.loaded.run(feeds, dump_all=True)
             return self.real_values({**result.tensors, **result.outputs})
         from tpu_xdsl.interp.runner import TensorCapture, run_module
 
@@ -126,17 +141,13 @@ class Stage:
 SILENT_OPS = frozenset({"func.func", "func.return", "top.weight", "top.none"})
 
 
-def _module_label(module, path: Path) -> tuple[str, str]:
+def _module_kind(module, path: Path) -> str:
     from xdsl.dialects.builtin import StringAttr
 
     state = module.attributes.get("module.state")
     text = state.data if isinstance(state, StringAttr) else ""
-    if text.startswith("TOP"):
-        return "top", "TOP"
-    if text.startswith("TPU"):
-        mode = module.attributes.get("module.mode")
-        suffix = f" {mode.data}" if isinstance(mode, StringAttr) else ""
-        return "tpu", f"TPU{suffix}"
+    if text.startswith(("TOP", "TPU")):
+        return text[:3].lower()
     raise StageError(
         f"{path}: module.state is {text or 'missing'}; give a TOP .mlir from transform or a TPU .mlir from deploy"
     )
@@ -165,9 +176,11 @@ def load_stage(path: str | Path) -> Stage:
         from tpu_xdsl.weights import attach_weights
 
         module = read_module(file)
-        kind, label = _module_label(module, file)
-        weights = attach_weights(module, base_dir=file.parent)
-        return Stage(kind, label, file, module, weights)
+        kind = _module_kind(module, file)
+        stage = Stage(kind, kind.upper(), file, module, attach_weights(module, base_dir=file.parent))
+        if stage.mode is not None:
+            stage.label = f"TPU {stage.mode}"
+        return stage
     raise StageError(f"{path}: unknown stage file; give an .onnx, a TOP or TPU .mlir, or a .tpumodel")
 
 
@@ -246,15 +259,8 @@ def default_tolerance(reference: Stage, stage: Stage) -> Tolerance:
     against TOP as transform and deploy check them; the device against the TPU interpreter
     as deploy checks it (integer tensors equal, floats to 0.99999); the device against a
     float stage (no TPU stage loaded) as the TPU interpreter would be, by its mode."""
-    from xdsl.dialects.builtin import StringAttr
-
     from tpu_xdsl.tools.deploy import DEFAULT_TOLERANCE, DEVICE_FLOAT_COSINE
 
-    if stage.kind == "device":
-        if reference.kind == "tpu":
-            return Tolerance(DEVICE_FLOAT_COSINE, -1.0)
-        return Tolerance.parse(DEFAULT_TOLERANCE.get(stage.handle.mode, DEFAULT_TOLERANCE["F32"]))
-    if stage.kind == "tpu":
-        mode = stage.handle.attributes.get("module.mode")
-        return Tolerance.parse(DEFAULT_TOLERANCE.get(mode.data if isinstance(mode, StringAttr) else "", "0.99,0.99"))
-    return Tolerance.parse(DEFAULT_TOLERANCE["F32"])
+    if stage.kind == "device" and reference.kind == "tpu":
+        return Tolerance(DEVICE_FLOAT_COSINE, -1.0)
+    return Tolerance.parse(DEFAULT_TOLERANCE.get(stage.mode or "F32", DEFAULT_TOLERANCE["F32"]))
