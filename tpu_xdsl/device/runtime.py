@@ -230,19 +230,27 @@ def profile_lines(model: TpuModel, timeline: Timeline, chip: ChipConfig | None =
         )
         if row.group is not None:
             lines.append(f"    ops: {', '.join(row.group.ops)}")
+    return [*lines, *total_lines(model, timeline, chip)]
+
+
+def total_lines(model: TpuModel, timeline: Timeline, chip: ChipConfig | None = None) -> list[str]:
+    """The profile's last two lines: cycles, MACs, DMA bytes and engine busy shares of the
+    whole run; the roofline bound and simulated / bound."""
+    chip = chip or chip_config(model.chip)
+    peak = peak_macs_per_cycle(model, chip)
     macs = sum(layer.macs for layer in timeline.layers.values())
     dma = sum(layer.dma_bytes for layer in timeline.layers.values())
     seconds = chip.cycles_to_seconds(timeline.total_cycles)
-    lines.append(
-        f"total: {timeline.total_cycles} cycles = {seconds * 1e3:.3f} ms at {chip.clock_hz / 1e9:g} GHz; "
-        f"{macs} MACs, {dma} DMA bytes; compute busy {timeline.engine_busy('compute') / max(1, timeline.total_cycles):.0%}, "
-        f"DMA busy {timeline.engine_busy('dma') / max(1, timeline.total_cycles):.0%}"
-    )
     mac_bound, byte_bound = roofline_terms(model, chip)
     bound = max(mac_bound, byte_bound)
     ratio = f"{timeline.total_cycles / bound:.2f}" if bound else "-"
-    lines.append(
+    busy = {engine: timeline.engine_busy(engine) / max(1, timeline.total_cycles) for engine in ("compute", "dma")}
+    total = (
+        f"total: {timeline.total_cycles} cycles = {seconds * 1e3:.3f} ms at {chip.clock_hz / 1e9:g} GHz; "
+        f"{macs} MACs, {dma} DMA bytes; compute busy {busy['compute']:.0%}, DMA busy {busy['dma']:.0%}"
+    )
+    roofline = (
         f"roofline: bound {bound:.0f} cycles = max(MACs at {peak}/cycle {mac_bound:.0f}, coefficient and I/O "
         f"bytes at {chip.ddr_to_lmem_bytes_per_s / 1e9:g} GB/s {byte_bound:.0f}); simulated / bound = {ratio}"
     )
-    return lines
+    return [total, roofline]

@@ -221,20 +221,10 @@ def render_header(page: Page) -> str:
 
 
 def device_summary(device: DeviceRun) -> str:
-    from tpu_xdsl.device.runtime import peak_macs_per_cycle, roofline_terms
+    """The totals and roofline lines of `run --profile`."""
+    from tpu_xdsl.device.runtime import total_lines
 
-    timeline, chip = device.timeline, device.chip
-    total = timeline.total_cycles
-    mac_bound, byte_bound = roofline_terms(device.model, chip)
-    bound = max(mac_bound, byte_bound)
-    ratio = f"{total / bound:.2f}" if bound else "—"
-    return e(
-        f"{total} cycles = {chip.cycles_to_seconds(total) * 1e3:.3f} ms at {chip.clock_hz / 1e9:g} GHz; "
-        f"compute busy {timeline.engine_busy('compute') / max(1, total):.0%}, "
-        f"DMA busy {timeline.engine_busy('dma') / max(1, total):.0%}; roofline bound {bound:.0f} cycles "
-        f"(MACs at {peak_macs_per_cycle(device.model, chip)}/cycle {mac_bound:.0f}, coefficient and I/O bytes "
-        f"{byte_bound:.0f}); simulated / bound = {ratio}"
-    )
+    return "<br>".join(e(line) for line in total_lines(device.model, device.timeline, device.chip))
 
 
 NODE_W, NODE_H = 176, 38
