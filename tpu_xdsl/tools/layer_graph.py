@@ -95,16 +95,15 @@ def module_groups(module) -> list[tuple[str, tuple[str, ...]]]:
 
 def onnx_graph(model, shapes: Mapping[str, tuple[int, ...]]) -> LayerGraph:
     """The graph inputs and nodes of an ONNX model (Constant nodes left out)."""
-    graph = model.graph
-    initializers = {i.name for i in graph.initializer}
+    from tpu_xdsl.frontend.onnx_importer import model_inputs
+
     layers: list[Layer] = []
     edges: list[tuple[int, int, str]] = []
     made_by: dict[str, Layer] = {}
-    for value in graph.input:
-        if value.name not in initializers:
-            made_by[value.name] = Layer(len(layers), [value.name], "Input", shapes.get(value.name))
-            layers.append(made_by[value.name])
-    for node in graph.node:
+    for value in model_inputs(model):
+        made_by[value.name] = Layer(len(layers), [value.name], "Input", shapes.get(value.name))
+        layers.append(made_by[value.name])
+    for node in model.graph.node:
         names = [n for n in node.output if n]
         if node.op_type == "Constant" or not names:
             continue

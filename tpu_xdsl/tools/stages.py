@@ -65,8 +65,9 @@ class Stage:
 
     def input_names(self) -> list[str]:
         if self.kind == "onnx":
-            initializers = {i.name for i in self.handle.graph.initializer}
-            return [i.name for i in self.handle.graph.input if i.name not in initializers]
+            from tpu_xdsl.frontend.onnx_importer import model_inputs
+
+            return [i.name for i in model_inputs(self.handle)]
         if self.kind == "device":
             return [d.name for d in self.handle.inputs]
         from tpu_xdsl.interp.runner import input_names
@@ -76,10 +77,11 @@ class Stage:
     def input_shapes(self) -> dict[str, tuple[int | None, ...]]:
         """The shape the stage declares for each input, None for a dynamic dimension."""
         if self.kind == "onnx":
-            initializers = {i.name for i in self.handle.graph.initializer}
+            from tpu_xdsl.frontend.onnx_importer import model_inputs
+
             return {
                 i.name: tuple(d.dim_value if d.HasField("dim_value") else None for d in i.type.tensor_type.shape.dim)
-                for i in self.handle.graph.input if i.name not in initializers
+                for i in model_inputs(self.handle)
             }
         if self.kind == "device":
             return {d.name: tuple(d.shape) for d in self.handle.inputs}
