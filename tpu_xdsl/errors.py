@@ -1,5 +1,9 @@
 """Errors a user can cause: each names the file, op, tensor or flag and what to do."""
 
+# The commands' exit codes: 1 is a tolerance failure, 2 bad input (a TpuXdslError),
+# and this one a fault of tpu-xdsl itself, so a script never takes a crash for either.
+EXIT_INTERNAL = 3
+
 
 class TpuXdslError(Exception):
     """Base of every error caused by user input; the CLI prints it on one line."""

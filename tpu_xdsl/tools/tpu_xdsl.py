@@ -1,7 +1,9 @@
 """`tpu-xdsl`: the end-to-end tool (transform, run, check; calibrate, deploy, compare, debug follow).
 
 Errors a user causes print one line and exit with code 2 (`--debug` shows
-the traceback); a comparison below tolerance exits with code 1.
+the traceback); a comparison below tolerance exits with code 1; a fault of
+tpu-xdsl itself (any other exception) prints one line asking for a report and
+exits with code 3, so a script never mistakes a crash for a tolerance failure.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from tpu_xdsl.errors import TpuXdslError
+from tpu_xdsl.errors import EXIT_INTERNAL, TpuXdslError
 
 
 class UsageError(TpuXdslError):
@@ -343,6 +345,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # the reader of our output went away (| head): not an error
         sys.stderr.close()
         return 0
+    except Exception as e:  # noqa: BLE001 - any other exception is our bug, not the user's
+        if args.debug:
+            raise
+        where = f"{type(e).__name__}: {e}".splitlines()[0]
+        print(
+            f"tpu-xdsl: internal error in '{args.command}': {where}; this is a bug in "
+            "tpu-xdsl: please report it with the command line (--debug shows the traceback)",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL
 
 
 if __name__ == "__main__":
