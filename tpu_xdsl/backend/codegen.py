@@ -35,7 +35,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Operation, SSAValue
 
-from tpu_xdsl.backend import groups, slicing
+from tpu_xdsl.backend import groups, recurrent, slicing
 from tpu_xdsl.backend.group_plan import GroupPlan, GroupPlanner, kernel_attrs, op_shape
 from tpu_xdsl.backend.lanes import lane_bytes, local_tensor
 from tpu_xdsl.backend.slicing import Box, OpShape
@@ -142,7 +142,9 @@ class Codegen:
         ops = [op for op in main.body.block.ops if op.name not in ("func.return", "top.none")]
         for op in ops:  # every place first: a group loads the next group's weights ahead
             addresses = _ddr_addresses(op)
-            for value, addr in zip(op.results, addresses, strict=True):
+            # A recurrent layer's unused outputs are none results: no place.
+            tensors = [value for value in op.results if isinstance(value.type, TensorType)]
+            for value, addr in zip(tensors, addresses, strict=True):
                 t = value.type
                 assert isinstance(t, TensorType)
                 self.places[value] = _Tensor(addr, tuple(t.get_shape()), dtype_name(numpy_dtype(t.element_type)))
@@ -223,7 +225,29 @@ class Codegen:
             return
         if kind in ("split", "concat", "pad", "tile") and self._moves(op, kind, attrs, layer):
             return
+        if kind in ("lstm", "gru"):
+            self._recurrent(op, kind, attrs, layer)
+            return
         self._compute(op, kind, attrs, layer)
+
+    def _recurrent(self, op: Operation, kind: str, attrs: dict[str, Any], layer: str) -> None:
+        """tpu.lstm / tpu.gru split over the lanes by hidden unit (`backend.recurrent`)."""
+        operands = [None if is_none(v) else self.places[v].view() for v in op.operands]
+        results = [self.places[r].view() if r in self.places else None for r in op.results]
+        x, w = operands[0], operands[1]
+        assert x is not None and w is not None
+        shape = recurrent.recurrent_shape(kind, attrs, x.shape, x.dtype, w.dtype, len(results) > 2 and results[2] is not None)
+        places = recurrent.RecurrentPlaces(x, w, operands[2], operands[3], operands[4],  # type: ignore[arg-type]
+                                           operands[5] if len(operands) > 5 else None, *results,
+                                           *([None] if len(results) < 3 else []))
+        try:
+            emitter = recurrent.RecurrentEmitter(self.chip, self.program.emit, shape, places, attrs, layer)
+        except recurrent.RecurrentFitError as e:
+            raise CodegenError(f"'{op.name}' ({layer}): {e}") from None
+        emitter.run()
+        for value, name in zip(op.results, ("y", "y_h", "y_c")):
+            if name in emitter.written:
+                self.written_by[value] = emitter.written[name]
 
     # layer groups --------------------------------------------------------------------
 

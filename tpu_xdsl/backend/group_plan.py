@@ -112,7 +112,9 @@ class GroupPlanner:
         return lanes.lane_bytes(dtype, box, constant, self.chip.npu_num, self.chip.eu_bytes)
 
     def joinable(self, op: Operation) -> bool:
-        return op.name.startswith("tpu.") and groups.can_join(self.op_shape(op))
+        # Only the kinds groups take: others (an LSTM with none results) have no OpShape.
+        kind = op.name.split(".", 1)[1]
+        return op.name.startswith("tpu.") and kind in groups.GROUPABLE and groups.can_join(self.op_shape(op))
 
     def plan(self, ops: Sequence[Operation], stored: Sequence[SSAValue],
              counts: tuple[int, int] | None = None) -> GroupPlan | None:

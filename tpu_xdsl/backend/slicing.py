@@ -12,13 +12,14 @@ A box is a tuple of (start, size) per dim. Families:
 - elementwise: operands broadcast against the output (numpy rules), or along
   axis 1 for per-channel vectors (scale, batch_norm, per-channel cast scales,
   lookup-table rows);
-- window (conv, max_pool, avg_pool): N, output channels and output rows; input
-  rows with the window's halo, the pads moved to the slice's edges;
+- window (conv, max_pool, avg_pool): N, output channels and output rows (3-D: frames
+  and rows); input rows with the window's halo, the pads moved to the slice's edges;
 - deconv: N, output channels and output rows through the transposed window;
 - matmul: batch dims, rows and columns;
 - rows (softmax, layer_norm, reduce, ...): every axis the op does not reduce;
 - resize (interp, upsample): N and channels;
 - concat (with requantization): every axis but the concat axis;
+- grid_sample: N, channels and the output points (the input whole spatially);
 - whole: ops that cannot be cut.
 """
 
@@ -94,11 +95,13 @@ def splittable_axes(op: OpShape) -> list[int]:
             return []
         return _nhc(rank)
     if kind in WINDOW:
-        if rank != 4:
+        if rank not in (4, 5):
             return [0]
         group = int(op.attrs.get("group", 1))
         channels = kind != "conv" or group == 1 or (op.operands[0] is not None and group == op.operands[0][1] == out[1])
-        return [0, 2, 1] if channels else [0, 2]
+        # 3-D windows (video) also cut frames (axis 2) and rows (axis 3).
+        spatial = [2] if rank == 4 else [2, 3]
+        return [0, *spatial, 1] if channels else [0, *spatial]
     if kind == "deconv":
         return [0, 2, 1] if rank == 4 and int(op.attrs.get("group", 1)) == 1 else [0]
     if kind == "matmul":
@@ -121,6 +124,8 @@ def splittable_axes(op: OpShape) -> list[int]:
     if kind == "concat":
         axis = int(op.attrs.get("axis", 0)) % rank
         return [a for a in _nhc(rank) if a != axis]
+    if kind == "grid_sample":
+        return [0, 2, 1]
     return []
 
 
@@ -153,6 +158,8 @@ def plan(op: OpShape, out_box: Box) -> SlicePlan:
         return _resize(op, out_box)
     if kind == "concat":
         return _concat(op, out_box)
+    if kind == "grid_sample":
+        return _grid_sample(op, out_box)
     if out_box != whole(op.results[0]):
         raise ValueError(f"{kind} cannot be sliced")
     return SlicePlan([whole(r) for r in op.results], [None if s is None else whole(s) for s in op.operands], dict(op.attrs))
@@ -230,11 +237,15 @@ def _window(op: OpShape, out_box: Box) -> SlicePlan:
         in_box[1] = (c0, cn)
         if op.kind == "conv":
             attrs["group"] = cn
-    if spatial == 2:
-        rows, top, bottom = _window_rows(out_box[2][0], out_box[2][1], x_shape[2], kernel[0], strides[0],
-                                         dilations[0], pads[0], pads[2])
-        in_box[2] = rows
-        pads = [top, pads[1], bottom, pads[3]]
+    if spatial in (2, 3):
+        # The cut spatial axes (2-D: rows; 3-D: frames and rows) read their window's halo;
+        # the slice's pads are the op's own only at the edges of the input.
+        pads = list(pads)
+        for s in range(spatial - 1):
+            rows, begin, end = _window_rows(out_box[2 + s][0], out_box[2 + s][1], x_shape[2 + s], kernel[s],
+                                            strides[s], dilations[s], pads[s], pads[s + spatial])
+            in_box[2 + s] = rows
+            pads[s], pads[s + spatial] = begin, end
         attrs["pads"] = pads
     boxes: list[Box | None] = [tuple(in_box)]
     for shape in op.operands[1:]:  # filter [OC, IC/g, ...] and bias [OC]
@@ -336,3 +347,13 @@ def _resize(op: OpShape, out_box: Box) -> SlicePlan:
     assert x_shape is not None
     box = (out_box[0], out_box[1], *whole(x_shape[2:]))
     return SlicePlan([out_box], [box, *(None if s is None else whole(s) for s in op.operands[1:])], dict(op.attrs))
+
+
+def _grid_sample(op: OpShape, out_box: Box) -> SlicePlan:
+    """Output [N, C, *out]: the input's N and channels whole spatially (a point may read
+    anywhere), the grid's N and the output points of the box."""
+    x_shape, grid_shape = op.operands
+    assert x_shape is not None and grid_shape is not None
+    x_box = (out_box[0], out_box[1], *whole(x_shape[2:]))
+    grid_box = (out_box[0], *out_box[2:], (0, grid_shape[-1]))
+    return SlicePlan([out_box], [x_box, grid_box], dict(op.attrs))

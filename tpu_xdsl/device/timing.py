@@ -38,7 +38,7 @@ _PASSES = {
     "softmax": 6, "log_softmax": 6, "layer_norm": 8, "group_norm": 8, "instance_norm": 8,
     "exp": 4, "log": 4, "tanh": 4, "sigmoid": 4, "silu": 5, "gelu": 6, "hard_swish": 3,
     "hard_sigmoid": 2, "erf": 6, "sqrt": 3, "rsqrt": 3, "reciprocal": 3, "div": 3, "pow": 4,
-    "mish": 8, "softplus": 6, "reduce": 1, "interp": 2, "upsample": 1, "max_pool": 1, "avg_pool": 1,
+    "mish": 8, "softplus": 6, "reduce": 1, "interp": 2, "grid_sample": 8, "upsample": 1, "max_pool": 1, "avg_pool": 1,
 }
 
 
@@ -81,8 +81,44 @@ def _elementwise(chip: ChipConfig, out: LocalTensor, passes: int) -> int:
     return passes * math.ceil(c / chip.npu_num) * math.ceil(n * h * w / _eu_elements(chip, out.dtype))
 
 
+# Recurrent layers (backend/recurrent.py): the operand holding the weight rows, and the
+# elementwise passes of the gate math per output element (3 sigmoids and 2 tanh at 4 each
+# and the multiply-adds of an LSTM cell, ...).
+_RECURRENT = {"rnn_project": (1, 1), "lstm_cell": (3, 26), "gru_cell": (3, 22), "gru_gates": (3, 10),
+              "gru_update": (4, 9)}
+
+
+def _recurrent_cycles(chip: ChipConfig, instruction: Compute) -> int:
+    """Gate rows of the block's units on the lanes, times the dot products' input channels
+    at the array's parallelism, then the elementwise gate math on [units, batch]."""
+    weights_at, passes = _RECURRENT[instruction.kind]
+    weights = instruction.inputs[weights_at]
+    out = instruction.outputs[0]
+    assert weights is not None
+    mode = mode_of(weights.dtype)
+    units = out.view[1] if instruction.kind == "rnn_project" else out.view[0]
+    if instruction.kind == "rnn_project":
+        steps, _, gates, batch = out.view
+        pixels, size, vector = steps * batch, weights.view[1] // gates, instruction.inputs[0]
+    else:
+        vector = instruction.inputs[1]
+        batch = out.view[1]
+        size = vector.view[0] if vector is not None else 0
+        gates = weights.view[1] // max(1, size) if size else 0
+        pixels = batch
+    lane_rows = math.ceil(units / chip.npu_num)
+    matmul = 0 if vector is None else (
+        lane_rows * gates * math.ceil(size / chip.ic_parallel.get(mode, 1))
+        * math.ceil(pixels / chip.pixel_parallel.get(mode, 1))
+    )
+    elementwise = passes * lane_rows * math.ceil(out.size // max(1, units) / _eu_elements(chip, "float32"))
+    return matmul + elementwise
+
+
 def compute_cycles(chip: ChipConfig, instruction: Compute) -> int:
     out = instruction.outputs[0]
+    if instruction.kind in _RECURRENT:
+        return chip.compute_latency + _recurrent_cycles(chip, instruction)
     data = instruction.inputs[0] or out
     mode = mode_of(data.dtype)
     lanes = chip.npu_num

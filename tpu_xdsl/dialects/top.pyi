@@ -602,6 +602,16 @@ class LogicalOp(IRDLOperation):
     names : ArrayAttr[StringAttr] | None
 
 
+class GridSampleOp(IRDLOperation):
+    input : Operand
+    grid : Operand
+    output : OpResult
+    mode : StringAttr | None
+    padding_mode : StringAttr | None
+    align_corners : IntegerAttr | None
+    names : ArrayAttr[StringAttr] | None
+
+
 class Depth2spaceOp(IRDLOperation):
     input : Operand
     output : OpResult

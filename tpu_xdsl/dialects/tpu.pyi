@@ -828,6 +828,18 @@ class LogicalOp(IRDLOperation):
     ddr : ArrayAttr[IntegerAttr] | None
 
 
+class GridSampleOp(IRDLOperation):
+    input : Operand
+    grid : Operand
+    output : OpResult
+    mode : StringAttr | None
+    padding_mode : StringAttr | None
+    align_corners : IntegerAttr | None
+    ginfo : LgInfoAttr | None
+    names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
+
+
 class Depth2spaceOp(IRDLOperation):
     input : Operand
     output : OpResult

@@ -69,9 +69,11 @@ def load_all() -> dict[str, list[RuleEntry]]:
     from tpu_xdsl.frontend.rules import (  # noqa: F401
         activation,
         conv_pool,
+        einsum,
         elementwise,
         nn,
         recurrent,
+        sampling,
         tensor,
     )
 

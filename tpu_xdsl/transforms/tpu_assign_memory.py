@@ -44,6 +44,7 @@ from xdsl.dialects.builtin import (
     ArrayAttr,
     IntegerAttr,
     ModuleOp,
+    NoneType,
     StringAttr,
     TensorType,
     i64,
@@ -310,6 +311,8 @@ def _collect(module: ModuleOp) -> tuple[list[_Tensor], list[_Tensor]]:
             )
         names = tensor_names(op)
         for r, value in enumerate(op.results):
+            if isinstance(value.type, NoneType):
+                continue  # an output the model does not use (of an LSTM/GRU): nothing to place
             # func.return is the last op: the model's outputs live to the end.
             last = max((_top_level(use.operation, index) for use in value.uses), default=i)
             name = names[r] if r < len(names) else f"{op.name}#{i}.{r}"

@@ -55,6 +55,7 @@ def load_all() -> dict[str, Kernel]:
         elementwise,
         nn,
         recurrent,
+        sampling,
         tensor,
     )
 
