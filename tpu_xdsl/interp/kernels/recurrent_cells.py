@@ -32,15 +32,22 @@ F32 = np.dtype(np.float32)
 _BLOCK_ELEMENTS = 1 << 22
 
 
+def wide(x: np.ndarray | None) -> np.ndarray | None:
+    """An f16/bf16 (or f32) array as float32 (exact)."""
+    return None if x is None else np.asarray(x, F32)
+
+
 def dots(rows: np.ndarray, vectors: np.ndarray) -> np.ndarray:
-    """rows [units, gates, K] . vectors [batch, K] -> [units, gates, batch]: each element
-    the pairwise sum of its K float32 products, the same for any block of units."""
+    """rows [units, gates, K] (any float type: widened in the multiply, which is exact) .
+    vectors [batch, K] -> [units, gates, batch]: each element the pairwise sum of its K
+    float32 products, the same for any block of units."""
     units, gates, size = rows.shape
     batch = vectors.shape[0]
+    vectors = wide(vectors)
     out = np.empty((units, gates, batch), F32)
     step = max(1, _BLOCK_ELEMENTS // max(1, gates * batch * size))
     for start in range(0, units, step):
-        products = rows[start : start + step, :, None, :] * vectors[None, None, :, :]
+        products = np.multiply(rows[start : start + step, :, None, :], vectors[None, None, :, :], dtype=F32)
         np.add.reduce(products, axis=-1, out=out[start : start + step])
     return out
 
@@ -59,7 +66,7 @@ def project(
     if w_bias is not None:
         bias = np.array(w_bias, F32)
         if r_bias is not None and recurrent_bias_gates:
-            bias[:, :recurrent_bias_gates] += r_bias[:, :recurrent_bias_gates]
+            bias[:, :recurrent_bias_gates] += wide(r_bias[:, :recurrent_bias_gates])
     out = np.empty((x.shape[0], *w.shape[:2], x.shape[1]), F32)
     for t in range(x.shape[0]):
         out[t] = dots(w, x[t])
@@ -99,7 +106,7 @@ def gru_cell(
     recurrent = _recurrent(r, h, pre.shape[2])
     z = sigmoid_of(pre[:, 0] + recurrent[:, 0])
     reset = sigmoid_of(pre[:, 1] + recurrent[:, 1])
-    hidden = recurrent[:, 2] if rh_bias is None else recurrent[:, 2] + rh_bias
+    hidden = recurrent[:, 2] if rh_bias is None else recurrent[:, 2] + wide(rh_bias)
     n = np.tanh(pre[:, 2] + reset * hidden)
     return n - z * n if own is None else n + z * (own - n)
 
@@ -188,8 +195,8 @@ def by_unit(matrix: np.ndarray, gates: int) -> np.ndarray:
 
 def _layer(inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultSpec], gates: int) -> list[np.ndarray]:
     lstm = gates == 4
-    x, w, r, b, h0 = inputs[:5]
-    c0 = inputs[5] if lstm else None
+    x, w, r, b, h0 = (wide(v) for v in inputs[:5])
+    c0 = wide(inputs[5]) if lstm else None
     layout = attrs.get("layout", 0)
     hidden = attrs["hidden_size"]
     before_reset = bool(attrs.get("linear_before_reset", False))
@@ -239,7 +246,9 @@ def _tpu_gru(inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[Res
     return _layer(inputs, attrs, results, 3)
 
 
-# The TPU's kernels (wrapped by `kernels.tpu` to compute f16/bf16 in float32).
+# The TPU's kernels. They take f16/bf16 operands as they are (widened exactly where they
+# are multiplied, not copied whole each step) and return float32; `run_tpu_kernel` rounds
+# the results to their storage type.
 TPU_RECURRENT_KERNELS: dict[str, Kernel] = {
     "lstm": _tpu_lstm,
     "gru": _tpu_gru,

@@ -69,7 +69,7 @@ def by_type(float_kernel: Kernel | None, int8_kernel: Kernel) -> Kernel:
 TPU_KERNELS: dict[str, Kernel] = {kind: in_f32(k) for kind, k in load_all().items()}
 TPU_KERNELS["cast"] = _cast
 # LSTM/GRU in the blocks of hidden units the device computes them in (recurrent_cells).
-TPU_KERNELS.update({kind: in_f32(k) for kind, k in TPU_RECURRENT_KERNELS.items()})
+TPU_KERNELS.update(TPU_RECURRENT_KERNELS)
 for _kind, _int8 in INT8_KERNELS.items():
     TPU_KERNELS[_kind] = by_type(TPU_KERNELS.get(_kind), _int8)
 
