@@ -454,6 +454,9 @@ class OnnxImporter:
                 "module.platform": StringAttr("ONNX"),
             }
         )
+        from tpu_xdsl.frontend.rules.quantized import attach_model_scales
+
+        attach_model_scales(self, module)  # a pre-quantized model's scales become its calibration
         used = {
             op.attributes["names"].data[0].data  # type: ignore[union-attr]
             for op in block.ops
@@ -489,7 +492,7 @@ class OnnxImporter:
                 )
         if self.try_fold(ctx):
             return
-        rule = registry.find_rule(node.op_type, opset) if domain == "" else None
+        rule = registry.find_rule(node.op_type, opset, domain)
         if rule is None:
             label = f"{domain}." if domain else ""
             raise UnsupportedOpError(

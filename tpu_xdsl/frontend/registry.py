@@ -9,7 +9,9 @@ A rule gets a `NodeContext` and emits TOP ops for one ONNX node:
 `onnx_rule("Slice", until=9)` and `onnx_rule("Slice", since=10)` give
 different rules to old and new opsets (JAX's `register_lowering` table is the
 model). The rule for a node is the one whose range holds the model's opset
-of the node's domain.
+of the node's domain. Rules of another domain than ONNX's own name it:
+`onnx_rule("QLinearAdd", domain="com.microsoft")` is listed as
+`com.microsoft.QLinearAdd`.
 """
 
 from __future__ import annotations
@@ -34,12 +36,20 @@ class RuleEntry:
 RULES: dict[str, list[RuleEntry]] = {}
 
 
-def onnx_rule(*op_types: str, since: int = 1, until: int | None = None) -> Callable[[Rule], Rule]:
-    """Register `rule` for ONNX op types, for opsets since..until (inclusive)."""
+def rule_key(op_type: str, domain: str = "") -> str:
+    """The table's key of an op type: itself in ONNX's domain, else `domain.op_type`."""
+    return f"{domain}.{op_type}" if domain not in ("", "ai.onnx") else op_type
+
+
+def onnx_rule(
+    *op_types: str, since: int = 1, until: int | None = None, domain: str = ""
+) -> Callable[[Rule], Rule]:
+    """Register `rule` for op types of `domain` (ONNX's own by default), for opsets
+    since..until (inclusive) of that domain."""
 
     def register(rule: Rule) -> Rule:
         for op_type in op_types:
-            entries = RULES.setdefault(op_type, [])
+            entries = RULES.setdefault(rule_key(op_type, domain), [])
             for entry in entries:
                 overlap = (until is None or entry.since <= until) and (
                     entry.until is None or since <= entry.until
@@ -52,8 +62,8 @@ def onnx_rule(*op_types: str, since: int = 1, until: int | None = None) -> Calla
     return register
 
 
-def find_rule(op_type: str, opset: int) -> Rule | None:
-    for entry in RULES.get(op_type, ()):
+def find_rule(op_type: str, opset: int, domain: str = "") -> Rule | None:
+    for entry in RULES.get(rule_key(op_type, domain), ()):
         if entry.since <= opset and (entry.until is None or opset <= entry.until):
             return entry.rule
     return None
@@ -72,6 +82,7 @@ def load_all() -> dict[str, list[RuleEntry]]:
         einsum,
         elementwise,
         nn,
+        quantized,
         recurrent,
         sampling,
         tensor,

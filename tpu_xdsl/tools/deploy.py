@@ -105,6 +105,7 @@ def _read_reference(path: str, tensor_names: set[str]) -> dict:
 
 
 def deploy(args: argparse.Namespace) -> int:
+    from tpu_xdsl.calibration.model_scales import is_model_calibrated
     from tpu_xdsl.calibration.table import read_table
     from tpu_xdsl.device.chip import check_mode, chip_config
     from tpu_xdsl.interp.compare import Tolerance, compare_all, format_table, summarize
@@ -180,6 +181,9 @@ def deploy(args: argparse.Namespace) -> int:
             raise UsageError(f"--test-input {args.test_input}: {e}; give the input the TOP module was checked on") from e
         names = {n for op in main_func(module).body.block.ops for n in tensor_names(op)}
         reference = _read_reference(args.test_reference, names)
+    asymmetric = args.asymmetric
+    if int8 and is_model_calibrated(module):
+        asymmetric = _model_scales_notes(module, args.calibration_table, asymmetric)
     imported = None
     if table is not None:
         imported = import_calibration(module, table, args.calibration_table)
@@ -191,7 +195,7 @@ def deploy(args: argparse.Namespace) -> int:
             )
     try:
         report = lower_top_to_tpu(
-            module, mode, chip.name, args.asymmetric, args.quantize_table, args.quant_input, args.quant_output,
+            module, mode, chip.name, asymmetric, args.quantize_table, args.quant_input, args.quant_output,
             args.per_tensor_activations,
         )
     except LoweringError as e:
@@ -231,6 +235,28 @@ def deploy(args: argparse.Namespace) -> int:
     if model is not None:
         ok = _check_device(model, feeds, tpu_tensors) and ok
     return 0 if ok else 1
+
+
+def _model_scales_notes(module, table: str | None, asymmetric: bool) -> bool:
+    """Say which scales a pre-quantized model's INT8 uses; the asymmetric mode to use (the
+    model's zero points need it when some lie inside the codes)."""
+    from tpu_xdsl.calibration.model_scales import SOURCE_ATTR, needs_asymmetric
+    from tpu_xdsl.dialects.quant_types import calibration_of
+    from tpu_xdsl.interp.runner import main_func
+
+    if table:
+        del module.attributes[SOURCE_ATTR]  # the table's ranges are the calibration now
+        print(f"note: --calibration-table {table} overrides the model's own scales and zero points")
+        return asymmetric
+    print(
+        "note: INT8 uses the model's own scales and zero points (its QuantizeLinear and QLinear ops) "
+        "as its calibration; --calibration-table would override them"
+    )
+    found = (calibration_of(r.type) for op in main_func(module).body.block.ops for r in op.results)
+    if asymmetric or not needs_asymmetric(c for c in found if c is not None):
+        return asymmetric
+    print("note: the model's zero points are not all 0: INT8 is asymmetric (uint8 with zero points), as --asymmetric")
+    return True
 
 
 def _compile(module, group: bool = True, opt: int = 2):

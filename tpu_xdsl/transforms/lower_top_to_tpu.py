@@ -40,6 +40,7 @@ from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from tpu_xdsl.calibration.model_scales import is_model_calibrated, model_float_ops
 from tpu_xdsl.device.chip import check_mode, chip_config
 from tpu_xdsl.dialects.quant_types import calibration_of, qparams_of, quantized_type
 from tpu_xdsl.interp.dtypes import element_type, numpy_dtype
@@ -127,13 +128,17 @@ def lower_top_to_tpu(
             "tpu-xdsl calibrate writes it"
         )
     report = LoweringReport()
+    model_scales = int8 and is_model_calibrated(module)
+    if model_scales:  # a pre-quantized model: what it keeps in float stays float
+        report.notes.extend(_keep_model_float_ops(module, table, chip))
     per_channel = int8 and not per_tensor_activations and not asymmetric
     if per_channel and not _has_channel_ranges(module):
         per_channel = False
-        report.notes.append(
-            "activation scales are per tensor: the calibration table has no per-channel ranges "
-            "(tables from tpu-xdsl calibrate have them)"
-        )
+        if not model_scales:  # a pre-quantized model's scales are per tensor: nothing to say
+            report.notes.append(
+                "activation scales are per tensor: the calibration table has no per-channel ranges "
+                "(tables from tpu-xdsl calibrate have them)"
+            )
     ctx = LoweringContext(module, chip, mode, asymmetric, table, per_channel)
     if (quant_input or quant_output) and not int8:
         raise LoweringError(f"quant_input/quant_output keep INT8 at the model's boundary; mode {mode} has none")
@@ -163,6 +168,19 @@ def lower_top_to_tpu(
         module.attributes["module.quantization"] = StringAttr(scheme)
     report.fallbacks = ctx.fallbacks
     return report
+
+
+def _keep_model_float_ops(module: ModuleOp, table: dict[str, str], chip) -> list[str]:
+    """Put the ops a pre-quantized model runs in float (no scale of the model on a tensor
+    they read or write) in the chip's most precise float mode, unless the quantize table
+    says otherwise; the note naming them."""
+    mode = next(m for m in FLOAT_MODES if chip.supports(m))
+    kept = [name for name in model_float_ops(module) if name not in table]
+    table.update({name: mode for name in kept})
+    if not kept:
+        return []
+    shown = ", ".join(kept[:4]) + (f" and {len(kept) - 4} more" if len(kept) > 4 else "")
+    return [f"{len(kept)} op(s) run in {mode} as the model keeps them in float (no scale of its own): {shown}"]
 
 
 def _has_channel_ranges(module: ModuleOp) -> bool:

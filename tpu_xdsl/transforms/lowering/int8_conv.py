@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 from xdsl.ir import Operation, SSAValue
 
+from tpu_xdsl.dialects.quant_types import calibration_of
 from tpu_xdsl.quant import QParams, quantize_bias, quantize_tensor, weight_scales
 from tpu_xdsl.transforms.lowering.context import (
     AnyQParams,
@@ -63,15 +64,17 @@ class _WeightedPattern(Int8Pattern):
     def input_channels(self, op: Operation, data: SSAValue) -> int:
         return shape(data)[1]
 
-    def quantize(self, op: Operation, folded: np.ndarray, bias: np.ndarray | None, so: AnyQParams):
-        """Int8 filter, int32 bias and per-channel (multiplier, rshift) of a folded filter."""
+    def quantize(self, op: Operation, folded: np.ndarray, bias: np.ndarray | None, so: AnyQParams,
+                 one_scale: bool = False):
+        """Int8 filter, int32 bias and per-channel (multiplier, rshift) of a folded filter
+        (with `one_scale`, one weight scale for all channels, as a pre-quantized model's)."""
         rows = self.channel_rows(op, folded)
         channels = rows.shape[0]
-        floor: np.ndarray | float = 0.0
+        floor: np.ndarray | float = np.max(np.abs(rows)) / 127 if one_scale and rows.size else 0.0
         b = None
         if bias is not None:
             b = np.broadcast_to(np.asarray(bias, np.float64).reshape(-1), (channels,))
-            floor = np.abs(b) / _BIAS_LIMIT
+            floor = np.maximum(floor, np.abs(b) / _BIAS_LIMIT)
         scales = weight_scales(rows, 0, floor)  # the accumulator's scale per output channel
         q = _quantize_int8(folded, scales.reshape(self.channel_shape(op, folded)))
         q_bias = None if b is None else quantize_bias(b, scales)
@@ -90,8 +93,12 @@ class _WeightedPattern(Int8Pattern):
         x = self.ctx.as_int8(data, op, channels=self.takes_channels(op))
         si = self.ctx.qparams(x)
         so = self.ctx.output_qparams(op, channels=self.gives_channels(op))
-        folded = self.fold(op, np.asarray(w, np.float64), scale_vector(si, self.input_channels(op, data)))
-        q, q_bias, multipliers, rshifts = self.quantize(op, folded, b, so)
+        in_scales = scale_vector(si, self.input_channels(op, data))
+        folded = self.fold(op, np.asarray(w, np.float64), in_scales)
+        # A pre-quantized model's filter with one scale (its type carries the range) keeps
+        # it when the input has one scale too: the model's own codes come back exactly.
+        one_scale = calibration_of(filter_.type) is not None and bool(np.all(in_scales == in_scales[0]))
+        q, q_bias, multipliers, rshifts = self.quantize(op, folded, b, so, one_scale)
         name = value_name(op.results[0], "conv")
         weight = self.ctx.add_weight(f"{name}_filter_int8", q, op)
         bias_value = bias if q_bias is None else self.ctx.add_weight(f"{name}_bias_int32", q_bias, op)
@@ -144,10 +151,10 @@ class DeconvInt8(_WeightedPattern):
     def channel_shape(self, op, w):
         return (w.shape[0], 1, -1, 1)
 
-    def quantize(self, op, folded, bias, so):
+    def quantize(self, op, folded, bias, so, one_scale=False):
         group = int(attr(op, "group", 1))
         grouped = folded.reshape(group, folded.shape[0] // group, folded.shape[1], -1)
-        q, q_bias, multipliers, rshifts = super().quantize(op, grouped, bias, so)
+        q, q_bias, multipliers, rshifts = super().quantize(op, grouped, bias, so, one_scale)
         return q.reshape(folded.shape), q_bias, multipliers, rshifts
 
     def lower(self, op: Operation) -> Operation | None:

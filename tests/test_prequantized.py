@@ -1,0 +1,172 @@
+"""Pre-quantized ONNX (QDQ, QOperator, dynamic) imports with the model's own scales as its
+calibration; INT8 of it agrees with onnxruntime running the quantized model.
+
+The quantized models are made in the test by onnxruntime.quantization from a small
+float network built with onnx.helper; expected values come from onnxruntime.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+from onnxruntime.quantization import (
+    CalibrationDataReader,
+    QuantFormat,
+    QuantType,
+    quantize_dynamic,
+    quantize_static,
+)
+
+from tpu_xdsl.calibration.model_scales import TensorScale, is_model_calibrated
+from tpu_xdsl.frontend.onnx_importer import import_onnx
+from tpu_xdsl.interp.runner import ModuleRunner, real_values, run_module
+from tpu_xdsl.quant import activation_qparams
+from tpu_xdsl.transforms.lower_top_to_tpu import lower_top_to_tpu
+from tpu_xdsl.transforms.pipelines import canonicalize
+from tpu_xdsl.weights import attach_weights, weights_of
+
+
+def _float_model(path) -> None:
+    """conv-relu, conv, add (residual), global average pool, flatten, gemm: the ops
+    onnxruntime quantizes in both formats."""
+    rng = np.random.default_rng(0)
+
+    def init(name, *shape, scale=0.3):
+        return numpy_helper.from_array((rng.standard_normal(shape) * scale).astype(np.float32), name)
+
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1], group=8),
+        helper.make_node("Add", ["c2", "r1"], ["s"]),
+        helper.make_node("Conv", ["s", "w3", "b3"], ["c3"]),
+        helper.make_node("GlobalAveragePool", ["c3"], ["p"]),
+        helper.make_node("Flatten", ["p"], ["f"]),
+        helper.make_node("Gemm", ["f", "wg", "bg"], ["y"], transB=1),
+    ]
+    inits = [
+        init("w1", 8, 3, 3, 3), init("b1", 8, scale=0.1), init("w2", 8, 1, 3, 3), init("b2", 8, scale=0.1),
+        init("w3", 16, 8, 1, 1), init("b3", 16, scale=0.1), init("wg", 5, 16), init("bg", 5, scale=0.1),
+    ]
+    graph = helper.make_graph(
+        nodes, "small", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 5])], inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+
+
+def _samples(count: int = 4, seed: int = 1) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return [rng.uniform(-1, 1, (1, 3, 16, 16)).astype(np.float32) for _ in range(count)]
+
+
+class _Reader(CalibrationDataReader):
+    def __init__(self):
+        self._feeds = iter([{"x": x} for x in _samples()])
+
+    def get_next(self):
+        return next(self._feeds, None)
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("prequantized")
+    float_path = folder / "small.onnx"
+    _float_model(float_path)
+    made = {"float": float_path}
+    for tag, fmt, per_channel, act in (
+        ("qdq", QuantFormat.QDQ, False, QuantType.QInt8),
+        ("qdq_channels", QuantFormat.QDQ, True, QuantType.QInt8),
+        ("qdq_uint8", QuantFormat.QDQ, False, QuantType.QUInt8),
+        ("qoperator", QuantFormat.QOperator, False, QuantType.QUInt8),
+    ):
+        made[tag] = folder / f"small_{tag}.onnx"
+        quantize_static(
+            str(float_path), str(made[tag]), _Reader(), quant_format=fmt, per_channel=per_channel,
+            activation_type=act, weight_type=QuantType.QInt8,
+        )
+    made["dynamic"] = folder / "small_dynamic.onnx"
+    quantize_dynamic(str(float_path), str(made["dynamic"]))
+    return made
+
+
+def _onnxruntime(path, x: np.ndarray) -> np.ndarray:
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    return session.run(None, {"x": x})[0]
+
+
+def _cosine(a: np.ndarray, b: np.ndarray) -> float:
+    a, b = a.ravel().astype(np.float64), b.ravel().astype(np.float64)
+    return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+def _int8_output(path, x: np.ndarray, asymmetric: bool) -> np.ndarray:
+    result = import_onnx(path)
+    attach_weights(result.module, result.weights)
+    canonicalize(result.module)
+    lower_top_to_tpu(result.module, "INT8", "bm1684x", asymmetric)
+    outputs = ModuleRunner(result.module, weights_of(result.module)).run({"x": x})
+    (out,) = real_values(result.module, outputs).values()
+    return out
+
+
+@pytest.mark.parametrize(
+    ("scale", "zero_point", "dtype", "asymmetric"),
+    [
+        (0.0123, 0, np.int8, False),
+        (0.0123, 0, np.uint8, False),
+        (0.0123, -128, np.int8, False),
+        (0.0123, 0, np.int8, True),
+        (0.0123, 37, np.uint8, True),
+        (0.0457, -20, np.int8, True),
+    ],
+)
+def test_model_scale_comes_back_exactly(scale, zero_point, dtype, asymmetric):
+    """The calibrated range of a model's (scale, zero point) gives INT8 lowering exactly that
+    scale and the same real values: an int8 zero point z is the uint8 zero point z + 128."""
+    found = TensorScale.of(np.float32(scale), np.array(zero_point, dtype), np.dtype(dtype))
+    c = found.calibration()
+    q = activation_qparams(c.threshold, c.min, c.max, asymmetric)
+    assert q.scale == float(np.float32(scale))
+    unsigned = zero_point + 128 if dtype == np.int8 else zero_point
+    assert q.zero_point == (unsigned if q.dtype == np.uint8 else 0)
+    if q.dtype == np.int8:
+        assert zero_point == 0 and dtype == np.int8
+
+
+@pytest.mark.parametrize(("tag", "asymmetric"), [
+    ("qdq", True), ("qdq_channels", True), ("qdq_uint8", True), ("qoperator", True),
+])
+def test_int8_of_the_model_matches_onnxruntime(models, tag, asymmetric):
+    result = import_onnx(models[tag])
+    assert is_model_calibrated(result.module)
+    assert str(result.module.attributes["module.state"]) == '"TOP_CALIBRATED"'
+    for x in _samples(2, seed=7):
+        assert _cosine(_int8_output(models[tag], x, asymmetric), _onnxruntime(models[tag], x)) >= 0.999
+
+
+def test_dynamic_quantization_imports_as_float(models, capsys):
+    result = import_onnx(models["dynamic"])
+    assert "compute their scales at run time" in capsys.readouterr().err
+    assert not is_model_calibrated(result.module)
+    ops = {op.name for op in result.module.body.block.ops.first.body.block.ops}  # type: ignore[union-attr]
+    assert "top.conv" in ops and "top.matmul" in ops
+    x = _samples(1, seed=5)[0]
+    (out,) = run_module(result.module, {"x": x}, result.weights).values()
+    assert _cosine(out, _onnxruntime(models["dynamic"], x)) >= 0.999
+
+
+def test_qdq_weights_keep_the_exact_dequantized_values(models):
+    """A DequantizeLinear of a constant int8 weight is folded to (q - zero_point) * scale in
+    float32, as onnxruntime computes it."""
+    model = onnx.load(str(models["qdq"]))
+    inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    node = next(n for n in model.graph.node if n.op_type == "DequantizeLinear" and inits.get(n.input[0], np.zeros(0)).ndim == 4)
+    expected = (inits[node.input[0]].astype(np.int32) - inits[node.input[2]]).astype(np.float32) * inits[node.input[1]]
+    result = import_onnx(models["qdq"])
+    assert np.array_equal(result.weights[node.output[0]], expected)
