@@ -20,7 +20,7 @@ from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 from tests.test_int8 import lowered
-from tpu_xdsl.backend.codegen import codegen
+from tpu_xdsl.backend.codegen import CodegenError, codegen
 from tpu_xdsl.backend.recurrent import RecurrentShape, plan_recurrent
 from tpu_xdsl.device.chip import chip_config
 from tpu_xdsl.device.isa import DmaLoad
@@ -204,6 +204,17 @@ def test_split_keeps_weights_resident_when_they_fit_and_streams_otherwise():
     assert plan_recurrent(chip, shape(512, "float32")).r_resident
     large = plan_recurrent(chip, shape(1024, "float32"))  # 16 MiB each: 256 KiB per lane
     assert not large.w_resident and large.units % chip.npu_num == 0 and large.lane_bytes <= chip.lmem_bytes
+
+
+def test_layer_too_large_even_streamed_is_a_one_line_error(tmp_path):
+    """cv183x's 32 KiB lanes cannot hold one block of 32 units of a hidden-1024 LSTM over
+    2048 inputs at batch 8 (W and R rows alone take 24 KiB): an error naming the layer and
+    what to change, not a crash."""
+    model, _ = recurrent_model("LSTM", 1024, input_size=2048, seq=1, batch=8, outputs=("Y", "", ""))
+    tpu = tpu_module(model, "BF16", "cv183x", tmp_path)
+    assign_memory(tpu)
+    with pytest.raises(CodegenError, match=r"'tpu.lstm' \(Y.*batch 8.*smaller batch"):
+        codegen(tpu)
 
 
 def test_silero_sized_lstm_compiles_in_every_mode(tmp_path):

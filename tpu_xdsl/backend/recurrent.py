@@ -95,8 +95,6 @@ class _Layout:
             sizes["z"] = self.units_bytes(hidden, batch, F32)
             sizes["rh"] = self.units_bytes(hidden, batch, F32)
         if s.data_dtype != F32:
-            for name in ("init_h", "init_c"):
-                sizes[name] = self.units_bytes(hidden, batch, s.data_dtype)
             if s.outputs_c:
                 sizes["c_out"] = self.units_bytes(hidden, batch, s.data_dtype)
         cell_units = hidden if r_resident else units
@@ -104,7 +102,8 @@ class _Layout:
             sizes[f"y{b}"] = self.units_bytes(cell_units, batch, s.data_dtype)
         for name in ("wb", "rb"):
             sizes[name] = self.units_bytes(hidden, s.gates, s.weight_dtype)
-        sizes["rbh"] = self.units_bytes(hidden, 1, s.weight_dtype)
+        if s.gates == 3 and len(s.passes) == 1:  # GRU's h-gate recurrent bias, kept apart
+            sizes["rbh"] = self.units_bytes(hidden, 1, s.weight_dtype)
         w_units = hidden if w_resident else units
         for b in range(1 if w_resident else buffers):
             sizes[f"w{b}"] = self.units_bytes(w_units, s.gates * s.input_size, s.weight_dtype)
@@ -141,8 +140,9 @@ def plan_recurrent(chip: ChipConfig, shape: RecurrentShape) -> RecurrentPlan:
                 return RecurrentPlan(units, w_resident, r_resident, buffers, steps, regions, total)
             steps = steps // 2 if steps > 1 else 0
     raise RecurrentFitError(
-        f"one block of {lanes} hidden units (hidden size {shape.hidden}, input size {shape.input_size}) does not "
-        f"fit local memory ({lanes} lanes of {chip.lmem_bytes} bytes)"
+        f"even one block of {lanes} hidden units (hidden size {shape.hidden}, input size {shape.input_size}, "
+        f"batch {shape.batch}) does not fit local memory ({lanes} lanes of {chip.lmem_bytes} bytes) with its "
+        "weights streamed from DDR: use a smaller batch, or a chip with larger lanes"
     )
 
 
@@ -304,6 +304,7 @@ class RecurrentEmitter:
                                     self._units(f"r{p}_0", hidden, count * hidden, s.weight_dtype), f"r{p}_0"))
         # The states before the first step: h in buffer 1 (step 0 writes buffer 0).
         states = {"h": places.h0 is not None, "c": places.c0 is not None}
+        setups = [setup]
         for name, view, region in (("h", places.h0, "h1"), ("c", places.c0, "c")):
             if view is None or (name == "c" and gates != 4):
                 continue
@@ -311,11 +312,14 @@ class RecurrentEmitter:
             target = self._units(region, hidden, batch, F32)
             if s.data_dtype == F32:
                 setup.loads.append((state, target, region))
-            else:  # loaded in the storage type, widened to float32
-                held = self._units(f"init_{name}", hidden, batch, s.data_dtype)
-                setup.loads.append((state, held, f"init_{name}"))
-                setup.computes.append(("cast", (held,), (target,), {}, (f"init_{name}",), (region,), 0))
-        items = [setup]
+            else:
+                # Loaded in the storage type into h buffer 0 (free until step 0 writes it; its
+                # float32 planes hold the narrower rows), then widened to float32.
+                held = self._units("h0", hidden, batch, s.data_dtype)
+                item = _Item(loads=[(state, held, "h0")])
+                item.computes.append(("cast", (held,), (target,), {}, ("h0",), (region,), 0))
+                setups.append(item)
+        items = setups
         order = list(range(s.seq))
         blocks = [order[i : i + plan.steps] for i in range(0, s.seq, plan.steps)]
         if backwards:
