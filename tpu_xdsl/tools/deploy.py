@@ -274,7 +274,8 @@ def _compile(module, group: bool = True, opt: int = 2):
 
 
 # The device must reproduce the TPU interpreter: integer tensors bit for bit, float tensors
-# to this cosine (slicing changes the order of float sums).
+# to this cosine (they are equal as well: the float GEMM kernels sum in float64, so a
+# slice rounds as the whole tensor does; kernels.tpu.SUMS_IN_FLOAT64).
 DEVICE_FLOAT_COSINE = 0.99999
 
 

@@ -1,7 +1,8 @@
 """The kernels of TPU ops, shared by the TPU interpreter and the device model (no xDSL).
 
-Float ops compute f16/bf16 tensors in f32 and `run_tpu_kernel` rounds the
-results to the storage type, as the chip stores them; an op runs its INT8
+Float ops compute f16/bf16 tensors in f32 (GEMMs, `SUMS_IN_FLOAT64`, every float
+in float64, so a slice of a tensor rounds as the whole does) and `run_tpu_kernel`
+rounds the results to the storage type, as the chip stores them; an op runs its INT8
 kernel (`kernels.int8`) when its first input or its result is int8/uint8;
 data-movement kernels work on every type.
 """
@@ -20,22 +21,35 @@ from tpu_xdsl.interp.kernels.recurrent_cells import TPU_RECURRENT_KERNELS
 _LOW_FLOATS = ("float16", "bfloat16")
 
 
-def in_f32(kernel: Kernel) -> Kernel:
-    """A kernel that computes f16/bf16 tensors in f32; `_run_kernel` rounds the result
-    to the IR's storage type, as the chip stores it."""
+# Kernels that sum products (GEMMs). BLAS orders a float sum by the shape of the call
+# (blocking, edge kernels, GEMV for one row or column), so the same output element of
+# a whole tensor and of a slice of it (a layer group's step, a cut along channels)
+# would round differently in float32. Their float tensors are summed in float64
+# instead: a product of two f16/bf16/f32 values is exact there (at most 48 bits), and
+# what order leaves in the last bits of a float64 sum is far below the rounding to the
+# storage type, so the device computing slices equals the interpreter computing whole
+# tensors (tests/test_device_float_exact.py).
+SUMS_IN_FLOAT64 = frozenset({"conv", "deconv", "matmul"})
+_WIDENED = (*_LOW_FLOATS, "float32")
+
+
+def in_f32(kernel: Kernel, kind: str = "") -> Kernel:
+    """A kernel that computes f16/bf16 tensors in f32 (float tensors of the kinds in
+    SUMS_IN_FLOAT64 in float64); `run_tpu_kernel` rounds the result to the IR's storage
+    type, as the chip stores it."""
+    wide_dtype, widened = (
+        (np.dtype(np.float64), _WIDENED) if kind in SUMS_IN_FLOAT64 else (np.dtype(np.float32), _LOW_FLOATS)
+    )
 
     def run(inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultSpec]) -> list[np.ndarray]:
         def widen(x: Any) -> Any:
             if isinstance(x, list):
                 return [widen(v) for v in x]
-            if isinstance(x, np.ndarray) and str(x.dtype) in _LOW_FLOATS:
-                return x.astype(np.float32)
+            if isinstance(x, np.ndarray) and str(x.dtype) in widened:
+                return x.astype(wide_dtype)
             return x
 
-        wide = [
-            ResultSpec(r.shape, np.dtype(np.float32)) if str(r.dtype) in _LOW_FLOATS else r
-            for r in results
-        ]
+        wide = [ResultSpec(r.shape, wide_dtype) if str(r.dtype) in widened else r for r in results]
         return kernel(widen(list(inputs)), attrs, wide)
 
     return run
@@ -66,7 +80,7 @@ def by_type(float_kernel: Kernel | None, int8_kernel: Kernel) -> Kernel:
     return run
 
 
-TPU_KERNELS: dict[str, Kernel] = {kind: in_f32(k) for kind, k in load_all().items()}
+TPU_KERNELS: dict[str, Kernel] = {kind: in_f32(k, kind) for kind, k in load_all().items()}
 TPU_KERNELS["cast"] = _cast
 # LSTM/GRU in the blocks of hidden units the device computes them in (recurrent_cells).
 TPU_KERNELS.update(TPU_RECURRENT_KERNELS)
