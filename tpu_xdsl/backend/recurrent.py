@@ -94,9 +94,8 @@ class _Layout:
         if len(s.passes) > 1:
             sizes["z"] = self.units_bytes(hidden, batch, F32)
             sizes["rh"] = self.units_bytes(hidden, batch, F32)
-        if s.data_dtype != F32:
-            if s.outputs_c:
-                sizes["c_out"] = self.units_bytes(hidden, batch, s.data_dtype)
+        if s.data_dtype != F32 and s.outputs_c:  # Y_c rounded to the storage type
+            sizes["c_out"] = self.units_bytes(hidden, batch, s.data_dtype)
         cell_units = hidden if r_resident else units
         for b in range(2):
             sizes[f"y{b}"] = self.units_bytes(cell_units, batch, s.data_dtype)
