@@ -33,6 +33,16 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return TopFoldBatchnorm
 
+    def top_fold_compare_cast():
+        from tpu_xdsl.transforms.top_fold_compare_cast import TopFoldCompareCast
+
+        return TopFoldCompareCast
+
+    def top_fold_reduce_mean():
+        from tpu_xdsl.transforms.top_fold_reduce_mean import TopFoldReduceMean
+
+        return TopFoldReduceMean
+
     def top_fold_reshape():
         from tpu_xdsl.transforms.top_fold_reshape import TopFoldReshape
 
@@ -79,6 +89,8 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "top-constant-fold": top_constant_fold,
         "top-dce": top_dce,
         "top-fold-batchnorm": top_fold_batchnorm,
+        "top-fold-compare-cast": top_fold_compare_cast,
+        "top-fold-reduce-mean": top_fold_reduce_mean,
         "top-fold-reshape": top_fold_reshape,
         "top-fuse-gelu": top_fuse_gelu,
         "top-fuse-hardswish": top_fuse_hardswish,

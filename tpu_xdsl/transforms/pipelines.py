@@ -14,6 +14,8 @@ from tpu_xdsl.transforms import get_all_passes
 CANONICALIZE = (
     "top-constant-fold",
     "top-fold-reshape",
+    "top-fold-compare-cast",
+    "top-fold-reduce-mean",
     "top-fold-batchnorm",
     "top-fuse-layernorm",
     "top-fuse-gelu",

@@ -50,8 +50,15 @@ class FloatOpLowering(RewritePattern):
             return  # computed by its user's lookup table
         dtype = storage_dtype(self.ctx.float_mode_of(op))
         op_def = op.get_irdl_definition()  # type: ignore[attr-defined]
+        target = tpu_class(op)
+        top_fields = {name for name, _ in op_def.operands}
         operands: list[SSAValue | list[SSAValue]] = []
-        for field_name, field_def in op_def.operands:
+        # By the TPU op's fields: it may add optional operands the TOP op lacks
+        # (tpu.cast's per-channel scales), which stay empty here.
+        for field_name, field_def in target.get_irdl_definition().operands:  # type: ignore[attr-defined]
+            if field_name not in top_fields:
+                operands.append([])
+                continue
             current = getattr(op, field_name)
             if isinstance(field_def, VarOperandDef):
                 operands.append([self.operand(v, dtype) for v in current])
@@ -67,7 +74,7 @@ class FloatOpLowering(RewritePattern):
             else:
                 result_types.append(self.result_type(op.results[index].type, dtype, op))
                 index += 1
-        new = tpu_class(op).build(
+        new = target.build(
             operands=operands,
             result_types=result_types,
             attributes=dict(op.attributes),

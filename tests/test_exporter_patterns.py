@@ -1,0 +1,81 @@
+"""Graphs as other exporters write them (jax2tf, tf2onnx), through transform and F16 deploy
+to the device: a one-hot made of Cast(Equal(x, range)) and a mean written as
+ReduceSum times 1/n whose sum alone leaves F16's range (magika's layer norm)."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+from tests.test_cli_transform import tpu_xdsl
+from tpu_xdsl.interp.compare import Tolerance, compare_tensors
+
+VOCAB, LENGTH, WIDTH = 17, 64, 8
+
+
+def jax2tf_like(path):
+    """bytes (int32) -> one-hot over VOCAB -> embedding -> x * x summed over the
+    sequence and scaled by 1/LENGTH -> output; the sum of squares is ~1e5."""
+    rng = np.random.default_rng(0)
+    inits = [
+        numpy_helper.from_array(np.array([2], np.int64), "axis2"),
+        numpy_helper.from_array(np.arange(VOCAB, dtype=np.float32).reshape(1, 1, VOCAB), "range"),
+        numpy_helper.from_array((40 + 5 * rng.standard_normal((VOCAB, WIDTH))).astype(np.float32), "embed"),
+        numpy_helper.from_array(np.array([1], np.int64), "axis1"),
+        numpy_helper.from_array(np.float32(1.0 / LENGTH), "inv_n"),
+    ]
+    nodes = [
+        helper.make_node("Unsqueeze", ["bytes", "axis2"], ["bytes3"]),
+        helper.make_node("Cast", ["bytes3"], ["bytes_f"], to=TensorProto.FLOAT),
+        helper.make_node("Equal", ["bytes_f", "range"], ["eq"]),
+        helper.make_node("Cast", ["eq"], ["one_hot"], to=TensorProto.FLOAT),
+        helper.make_node("MatMul", ["one_hot", "embed"], ["emb"]),
+        helper.make_node("Mul", ["emb", "emb"], ["square"]),
+        helper.make_node("ReduceSum", ["square", "axis1"], ["sum_sq"], keepdims=0),
+        helper.make_node("Mul", ["sum_sq", "inv_n"], ["mean_sq"]),
+        helper.make_node("Sqrt", ["mean_sq"], ["rms"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "jax2tf_like",
+        [helper.make_tensor_value_info("bytes", TensorProto.INT32, [1, LENGTH])],
+        [helper.make_tensor_value_info("rms", TensorProto.FLOAT, [1, WIDTH])],
+        inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    onnx.checker.check_model(model)
+    onnx.save(model, path)
+    return path
+
+
+def test_one_hot_and_scaled_sum_deploy_in_f16(tmp_path):
+    model = jax2tf_like(tmp_path / "m.onnx")
+    feeds = {"bytes": np.random.default_rng(1).integers(0, VOCAB, (1, LENGTH)).astype(np.int32)}
+    np.savez(tmp_path / "x.npz", **feeds)
+    (expected,) = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"]).run(None, feeds)
+    r = tpu_xdsl("transform", "--model-def", str(model), "--model-name", "m",
+                 "--test-input", str(tmp_path / "x.npz"), "--test-result", str(tmp_path / "top.npz"),
+                 "-o", str(tmp_path / "m.mlir"))
+    assert r.returncode == 0, r.stderr
+    top = (tmp_path / "m.mlir").read_text()
+    assert 'mode = "mean"' in top and "xi1>" not in top, top
+    r = tpu_xdsl("deploy", str(tmp_path / "m.mlir"), "--quantize", "F16",
+                 "--test-input", str(tmp_path / "x.npz"), "--test-reference", str(tmp_path / "top.npz"),
+                 "-o", str(tmp_path / "m_f16.tpumodel"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = tpu_xdsl("run", str(tmp_path / "m_f16.tpumodel"), "--input", str(tmp_path / "x.npz"),
+                 "--output", str(tmp_path / "out.npz"))
+    assert r.returncode == 0, r.stderr
+    (actual,) = np.load(tmp_path / "out.npz").values()
+    assert np.all(np.isfinite(actual))
+    assert compare_tensors("rms", expected, actual).cosine >= 0.999
+
+
+def test_overflow_is_a_failed_comparison_not_a_crash():
+    reference = np.array([1.0, 2.0, 3.0], np.float32)
+    row = compare_tensors("t", reference, np.array([1.0, np.inf, 3.0], np.float16))
+    assert row.problem == "non-finite values: 1 (inf/nan) vs 0 in the reference"
+    assert not row.passes(Tolerance(0.0, -1.0))
+    same = compare_tensors("t", np.array([np.inf, 1.0]), np.array([np.inf, 1.0]))
+    assert same.problem is None and same.cosine == 1.0
