@@ -170,3 +170,36 @@ def test_qdq_weights_keep_the_exact_dequantized_values(models):
     expected = (inits[node.input[0]].astype(np.int32) - inits[node.input[2]]).astype(np.float32) * inits[node.input[1]]
     result = import_onnx(models["qdq"])
     assert np.array_equal(result.weights[node.output[0]], expected)
+
+
+def test_cli_deploys_a_qdq_model_without_a_calibration_table(models, tmp_path):
+    """transform, then deploy --quantize INT8 with no table: the model's scales are used
+    (said in a note), and the device model's output agrees with onnxruntime."""
+    from tests.test_cli_transform import tpu_xdsl
+
+    x = _samples(1, seed=3)[0]
+    np.savez(tmp_path / "x.npz", x=x)
+    done = tpu_xdsl(
+        "transform", "--model-def", str(models["qdq_channels"]), "--model-name", "small",
+        "--test-input", str(tmp_path / "x.npz"), "--test-result", str(tmp_path / "top.npz"),
+        "-o", str(tmp_path / "small.mlir"),
+    )
+    # TOP holds the float network (no rounding at the model's Q/DQ), so its comparison with
+    # onnxruntime on the quantized model may be below transform's float tolerance (exit 1).
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    assert "#top.calibrated" in (tmp_path / "small.mlir").read_text()
+    done = tpu_xdsl(
+        "deploy", str(tmp_path / "small.mlir"), "--quantize", "INT8", "--test-input", str(tmp_path / "x.npz"),
+        "--test-reference", str(tmp_path / "top.npz"), "-o", str(tmp_path / "small_int8.tpumodel"),
+    )
+    # Exit 1 when TOP's float tensors differ from INT8 past deploy's tolerance; the device
+    # model is written either way, and its agreement with onnxruntime is what counts here.
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    assert "integer tensors equal, all pass" in done.stdout
+    assert "uses the model's own scales" in done.stdout
+    done = tpu_xdsl("run", str(tmp_path / "small_int8.tpumodel"), "--input", str(tmp_path / "x.npz"),
+                    "--output", str(tmp_path / "out.npz"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    with np.load(tmp_path / "out.npz") as out:
+        (device,) = [out[k] for k in out.files]
+    assert _cosine(device, _onnxruntime(models["qdq_channels"], x)) >= 0.999
