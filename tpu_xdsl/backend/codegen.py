@@ -35,7 +35,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Operation, SSAValue
 
-from tpu_xdsl.backend import groups, recurrent, slicing
+from tpu_xdsl.backend import channel_parts, groups, recurrent, slicing
 from tpu_xdsl.backend.group_plan import GroupPlan, GroupPlanner, kernel_attrs, op_shape
 from tpu_xdsl.backend.lanes import lane_bytes, local_tensor
 from tpu_xdsl.backend.slicing import Box, OpShape
@@ -520,7 +520,16 @@ class Codegen:
         shape = op_shape(op, is_weight)
         dtypes = [None if v is None else self.places[v].dtype for v in operands]
         result_dtypes = [self.places[r].dtype for r in op.results]
-        slices, buffers = self._slices(op, shape, dtypes, result_dtypes, layer)
+        try:
+            slices, buffers = self._slices(op, shape, dtypes, result_dtypes, layer)
+        except CodegenError:
+            # A float conv too large even in the smallest output slices: also cut along
+            # its input channels, summing the parts (backend/channel_parts.py).
+            if channel_parts.applies(shape, dtypes) and channel_parts.emit(
+                self, op, shape, operands, dtypes, result_dtypes[0], layer, _macs(kind, op)
+            ):
+                return
+            raise
         resident = [
             i for i, v in enumerate(operands)
             if v is not None and (shape.constants[i] or len(slices) > 1) and all(s.operands[i] == slices[0].operands[i] for s in slices)
