@@ -46,10 +46,13 @@ def shape_input_names(model: onnx.ModelProto) -> set[str]:
 
 def run_case(model: onnx.ModelProto, data_sets, rtol: float, atol: float) -> None:
     """Prepare per data set, run, assert outputs match in count, dtype and value."""
+    from tpu_xdsl.frontend.constant_inputs import steering_only_inputs
     from tpu_xdsl.frontend.onnx_importer import model_inputs
 
     input_names = [v.name for v in model_inputs(model)]
-    shape_inputs = shape_input_names(model)
+    # Inputs that only steer shapes or branches further in (a function's expansion, a
+    # Loop's trip count) are bound too, as `transform` binds them from the test input.
+    shape_inputs = shape_input_names(model) | steering_only_inputs(model)
     for inputs, expected in data_sets:
         arrays = [to_array(x) for x in inputs]
         constants = {n: a for n, a in zip(input_names, arrays) if n in shape_inputs}

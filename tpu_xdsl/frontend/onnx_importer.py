@@ -1,18 +1,23 @@
 """Import an ONNX model into a TOP module and a weight table.
 
 The importer walks the graph in order. Input dims are bound first (from the
-model or `--input-shapes`), so every shape is static. A node whose inputs are
-all constants is folded to a constant with ONNX's reference implementation,
-which turns shape-computing subgraphs (Shape, Gather, Concat, Range,
-ConstantOfShape, Cast, ...) into constants; other nodes go through the rule
-registered for their op type and opset (`tpu_xdsl.frontend.registry`). Ops
-nothing uses are removed at the end. Tensor names are the ONNX names.
+model or `--input-shapes`), and inputs bound to constants (`--constant-inputs`)
+become constants, so every shape is static. A node whose inputs are all
+constants is folded to a constant by ONNX's reference implementation run at
+the model's own opset (`tpu_xdsl.frontend.folding`), which turns
+shape-computing subgraphs (Shape, Gather, Concat, Range, ConstantOfShape,
+Cast, ...) into constants; If, Loop and Scan are inlined or unrolled
+(`tpu_xdsl.frontend.control_flow`); other nodes go through the rule
+registered for their op type and opset (`tpu_xdsl.frontend.registry`). Every
+op type without a rule is collected and reported in one error at the end of
+the walk. Ops nothing uses are removed at the end. Tensor names are the ONNX
+names.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +34,7 @@ from tpu_xdsl.dialects import Top, shapes
 from tpu_xdsl.dialects.attr_values import from_py
 from tpu_xdsl.errors import TpuXdslError
 from tpu_xdsl.frontend import registry
+from tpu_xdsl.frontend.folding import FoldError, NodeFolder
 from tpu_xdsl.interp.dtypes import element_type
 
 F32 = np.dtype(np.float32)
@@ -53,6 +59,19 @@ class ShapeBindingError(TpuXdslError):
 
 class ImportRuleError(TpuXdslError):
     """A node's attributes or inputs are outside what its import rule handles."""
+
+
+class NeedsConstantError(ImportRuleError):
+    """A value that decides a shape or a branch depends on run-time model inputs.
+
+    `inputs` names those inputs: binding them to constants (`--constant-inputs`,
+    or the test input's values) makes the value foldable.
+    """
+
+    def __init__(self, message: str, inputs: Iterable[str], node: str):
+        super().__init__(message)
+        self.inputs = sorted(set(inputs))
+        self.node = node
 
 
 @dataclass
@@ -102,10 +121,18 @@ def _onnx_dtype(elem_type: int, where: str) -> np.dtype:
 
 
 def bind_input_shapes(
-    model: onnx.ModelProto, input_shapes: Sequence[Sequence[int]] | None
+    model: onnx.ModelProto,
+    input_shapes: Sequence[Sequence[int]] | None,
+    constant_inputs: Iterable[str] = (),
 ) -> list[tuple[str, tuple[int, ...], np.dtype]]:
-    """Static (name, shape, dtype) of each model input, dynamic dims bound by `input_shapes`."""
-    inputs = model_inputs(model)
+    """Static (name, shape, dtype) of each fed model input, dynamic dims bound by
+    `input_shapes`. Inputs named in `constant_inputs` are not fed; `input_shapes` may list
+    every input (the constant ones' entries are then skipped) or only the fed ones."""
+    constants = set(constant_inputs)
+    every = model_inputs(model)
+    inputs = [v for v in every if v.name not in constants]
+    if input_shapes is not None and constants and len(input_shapes) == len(every) != len(inputs):
+        input_shapes = [s for v, s in zip(every, input_shapes) if v.name not in constants]
     if input_shapes is not None and len(input_shapes) != len(inputs):
         raise ShapeBindingError(
             f"--input-shapes gives {len(input_shapes)} shape(s) but the model has "
@@ -155,6 +182,10 @@ class ImportResult:
     weights: dict[str, np.ndarray]
     input_names: list[str]
     output_names: list[str]
+    # What the user should know about the import (inputs bound to constants, ...).
+    notes: list[str] = field(default_factory=list)
+    # Model inputs imported as constants, with their values.
+    constant_inputs: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 class NodeContext:
@@ -207,9 +238,11 @@ class NodeContext:
         return self.importer.values[self.node.input[i]].const
 
     def require_const(self, i: int, what: str) -> np.ndarray:
+        if not self.has_input(i):
+            raise self.error(f"{what} (input {i}) is required")
         value = self.const(i)
         if value is None:
-            raise self.error(f"{what} (input {i}) must be a constant")
+            raise self.importer.not_constant_error(self, self.node.input[i], f"{what} (input {i})")
         return value
 
     def shape(self, i: int) -> tuple[int, ...]:
@@ -300,6 +333,8 @@ class OnnxImporter:
     input_shapes: Sequence[Sequence[int]] | None = None
     values: dict[str, OnnxValue] = field(default_factory=dict)
     weights: dict[str, np.ndarray] = field(default_factory=dict)
+    # Model inputs imported as constants (`--constant-inputs`), by name.
+    constant_inputs: Mapping[str, np.ndarray] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         registry.load_all()
@@ -308,11 +343,23 @@ class OnnxImporter:
         self._weight_ssa: dict[tuple[str, str], SSAValue] = {}
         self._none: SSAValue | None = None
         self._used_names: set[str] = set()
-        graph = self.model.graph
-        # Every name the ONNX graph uses, so derived names never collide with later ones.
-        self._onnx_names: set[str] = {v.name for v in (*graph.input, *graph.output)}
-        self._onnx_names.update(t.name for t in graph.initializer)
-        self._onnx_names.update(n for node in graph.node for n in (*node.input, *node.output) if n)
+        # Every name the ONNX graph and its subgraphs use, so derived names never collide.
+        self._onnx_names: set[str] = _graph_names(self.model.graph)
+        self.folder = NodeFolder(self.model)
+        # The node that defined each value (renamed copies for inlined subgraphs), to
+        # explain why a value is not a constant.
+        self.producers: dict[str, onnx.NodeProto] = {}
+        # Why folding a node failed, by each of its outputs' names.
+        self._fold_failures: dict[str, str] = {}
+        self._fed_inputs: set[str] = set()
+        # Ops without a rule: (domain, op_type) -> (opset, count, first node's name).
+        self._unsupported: dict[tuple[str, str], list[Any]] = {}
+        self._first_error: ImportRuleError | None = None
+        # Values not imported because an earlier node failed (the walk goes on to find
+        # every unsupported op).
+        self._poisoned: set[str] = set()
+        # Inside a trial import (both branches of an If), errors propagate at once.
+        self.strict = 0
 
     # -- values ------------------------------------------------------------------------
 
@@ -423,12 +470,14 @@ class OnnxImporter:
 
     def run(self) -> ImportResult:
         graph = self.model.graph
-        bound = bind_input_shapes(self.model, self.input_shapes)
+        bound = bind_input_shapes(self.model, self.input_shapes, self.constant_inputs)
         arg_types = [TensorType(element_type(dt), shape) for _, shape, dt in bound]
         block = Block(arg_types=arg_types)
         self.builder = Builder(InsertPoint.at_end(block))
         for tensor in graph.initializer:
             self.define_const(tensor.name, numpy_helper.to_array(tensor))
+        for name, array in self.constant_inputs.items():
+            self.define_const(name, array)
         input_op = self._top["top.input"]
         for (name, shape, dtype), arg in zip(bound, block.args):
             op = input_op.build(
@@ -438,9 +487,10 @@ class OnnxImporter:
             )
             self.builder.insert(op)
             self._used_names.add(name)
+            self._fed_inputs.add(name)
             self.define(name, op.results[0])
-        for node in graph.node:
-            self.import_node(node)
+        self.import_nodes(graph.node)
+        self.raise_collected()
         outputs = [self.output_value(v) for v in graph.output]
         self.builder.insert(func.ReturnOp(*outputs))
         main = func.FuncOp("main", (arg_types, [o.type for o in outputs]), Region(block))
@@ -463,7 +513,10 @@ class OnnxImporter:
             if op.name == "top.weight"
         }
         weights = {k: v for k, v in self.weights.items() if k in used}
-        return ImportResult(module, weights, [b[0] for b in bound], [v.name for v in graph.output])
+        return ImportResult(
+            module, weights, [b[0] for b in bound], [v.name for v in graph.output],
+            constant_inputs=dict(self.constant_inputs),
+        )
 
     def output_value(self, info: onnx.ValueInfoProto) -> SSAValue:
         value = self.values.get(info.name)
@@ -480,59 +533,231 @@ class OnnxImporter:
         (cast,) = self.emit("cast", [value.ssa], None, [value.shape], [want], None, f"{info.name}_{want}")
         return cast
 
-    def import_node(self, node: onnx.NodeProto) -> None:
+    def import_nodes(self, nodes: Iterable[onnx.NodeProto]) -> None:
+        """Import nodes in order. Outside a trial, a node without a rule or whose rule
+        fails is recorded and the walk goes on, so one error can name every unsupported op."""
+        for node in nodes:
+            if self.strict:
+                self.import_node(node)
+                continue
+            if any(name in self._poisoned for name in node.input if name):
+                self._note_unsupported_within(node)
+                self._poisoned.update(n for n in node.output if n)
+                continue
+            try:
+                self.import_node(node)
+            except UnsupportedOpError:
+                raise
+            except ImportRuleError as e:
+                if self._first_error is None:
+                    self._first_error = e
+                self._note_unsupported_within(node)
+                self._poisoned.update(n for n in node.output if n)
+
+    def raise_collected(self) -> None:
+        """Raise the error for every op type without a rule, else the first rule error."""
+        if self._unsupported:
+            listed = ", ".join(
+                f"{f'{domain}.' if domain else ''}{op_type} (opset {opset}, {count} "
+                f"node{'s' if count > 1 else ''}, first '{first}')"
+                for (domain, op_type), (opset, count, first) in self._unsupported.items()
+            )
+            raise UnsupportedOpError(
+                f"no import rule for ONNX op {listed}; `tpu-xdsl list-ops` lists the supported ones"
+            )
+        if self._first_error is not None:
+            raise self._first_error
+
+    def opset_of(self, node: onnx.NodeProto) -> tuple[str, int]:
         domain = node.domain if node.domain not in ("ai.onnx",) else ""
-        opset = self.opsets.get(domain, self.opsets.get("", 1))
-        ctx = NodeContext(self, node, opset)
+        return domain, self.opsets.get(domain, self.opsets.get("", 1))
+
+    def find_rule(self, node: onnx.NodeProto, opset: int) -> registry.Rule | None:
+        domain, _ = self.opset_of(node)
+        # Rules of other domains register as "domain.OpType" (e.g. com.microsoft.QLinearAdd).
+        return registry.find_rule(f"{domain}.{node.op_type}" if domain else node.op_type, opset)
+
+    def _record_unsupported(self, node: onnx.NodeProto, domain: str, opset: int) -> None:
+        entry = self._unsupported.setdefault((domain, node.op_type), [opset, 0, _node_label(node)])
+        entry[1] += 1
+
+    def _note_unsupported_within(self, node: onnx.NodeProto) -> None:
+        """Record op types without a rule in a node that cannot be imported, and in its
+        subgraphs (a control-flow op that was not inlined)."""
+        from tpu_xdsl.frontend import control_flow
+
+        domain, opset = self.opset_of(node)
+        if node.op_type in control_flow.OP_TYPES and domain == "":
+            for attr in node.attribute:
+                for graph in (*([attr.g] if attr.HasField("g") else []), *attr.graphs):
+                    for inner in _unfoldable_nodes(graph):
+                        self._note_unsupported_within(inner)
+            return
+        if node.op_type == "Constant" and domain == "":
+            return
+        if self.find_rule(node, opset) is None:
+            self._record_unsupported(node, domain, opset)
+
+    def import_node(self, node: onnx.NodeProto, opset: int | None = None) -> None:
+        """Import one node; `opset` overrides the model's (for nodes the importer builds)."""
+        from tpu_xdsl.frontend import control_flow
+
+        domain, model_opset = self.opset_of(node)
+        ctx = NodeContext(self, node, model_opset if opset is None else opset)
         for name in node.input:
             if name and name not in self.values:
                 raise ImportRuleError(
                     f"{ctx.where}: input '{name}' is produced by no earlier node "
                     "(is the model truncated or corrupt?)"
                 )
-        if self.try_fold(ctx):
+        for name in node.output:
+            if name:
+                self.producers[name] = node
+        if self.try_fold(ctx, opset):
             return
-        rule = registry.find_rule(node.op_type, opset, domain)
+        if node.op_type in control_flow.OP_TYPES and domain == "":
+            rule: registry.Rule | None = control_flow.import_control_flow
+        else:
+            rule = self.find_rule(node, ctx.opset)
         if rule is None:
-            label = f"{domain}." if domain else ""
-            raise UnsupportedOpError(
-                f"{ctx.where}: ONNX op {label}{node.op_type} at opset {opset} has no import rule; "
-                f"`tpu-xdsl list-ops` lists the supported ones"
-            )
+            if self.strict:
+                raise UnsupportedOpError(f"{ctx.where}: no import rule for ONNX op {node.op_type}")
+            self._record_unsupported(node, domain, ctx.opset)
+            self._poisoned.update(n for n in node.output if n)
+            return
         rule(ctx)
         for i, name in enumerate(node.output):
             if name and name not in self.values:
                 raise ImportRuleError(f"{ctx.where}: the import rule did not produce output {i} '{name}'")
 
-    def try_fold(self, ctx: NodeContext) -> bool:
-        """Fold a node whose inputs are all constants with ONNX's reference implementation."""
+    def try_fold(self, ctx: NodeContext, opset: int | None = None) -> bool:
+        """Fold a node whose inputs are all constants with ONNX's reference implementation
+        at the model's opset. A failure is recorded against the node's outputs, so an error
+        about a value that had to be constant can say which node could not be evaluated."""
         node = ctx.node
         if node.op_type in _NEVER_FOLD or any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute):
             return False
         present = [n for n in node.input if n]
         if any(self.values[n].const is None for n in present):
             return False
-        if node.op_type == "Constant" or present:
-            pass
-        else:
+        if node.op_type != "Constant" and not present:
             return False
-        from onnx.reference import ReferenceEvaluator
-
-        feeds = {n: self.values[n].const for n in present}
+        feeds = [self.values[n].const if n else None for n in node.input]
         try:
-            evaluator = ReferenceEvaluator(node, opsets={node.domain or "": ctx.opset})
-            results = evaluator.run(None, feeds)
-        except Exception as e:  # the reference raises many kinds; folding is optional
+            results = self.folder.evaluate(node, feeds, opset)
+        except FoldError as e:
             if node.op_type == "Constant":
                 raise ctx.error(f"cannot evaluate constant: {e}") from e
+            for name in node.output:
+                if name:
+                    self._fold_failures[name] = f"{ctx.where} could not be evaluated at import ({e})"
             return False
-        if sum(np.asarray(r).size for r in results) > _FOLD_LIMIT:
+        size = sum(r.size for r in results)
+        if size > _FOLD_LIMIT:
+            for name in node.output:
+                if name:
+                    self._fold_failures[name] = (
+                        f"{ctx.where} is not folded: its result has {size} elements, more than "
+                        f"the {_FOLD_LIMIT} folded at import"
+                    )
             return False
-        for name, result in zip(node.output, results):
-            if name:
-                self.define_const(name, np.asarray(result))
+        for name, result in zip([n for n in node.output if n], results):
+            self.define_const(name, result)
         return True
 
+    # -- subgraphs (control flow) ----------------------------------------------------------
+
+    def fresh_subgraph_name(self, name: str, suffix: str) -> str:
+        """A name for a tensor of an inlined subgraph: its own name while unused, else
+        with `suffix` and a counter (both branches of an If, loop iterations)."""
+        base = f"{name}{suffix}"
+        candidate, n = base, 1
+        while (
+            candidate in self.values
+            or candidate in self._used_names
+            or candidate in self._poisoned
+            or (candidate != name and candidate in self._onnx_names)
+        ):
+            n += 1
+            candidate = f"{base}_{n}"
+        self._used_names.add(candidate)
+        return candidate
+
+    def define_fresh_const(self, base: str, array: np.ndarray) -> OnnxValue:
+        name = self.fresh_subgraph_name(base, "")
+        self.define_const(name, array)
+        return self.values[name]
+
+    def alias(self, name: str, source: str) -> None:
+        """Make `name` another name of the value `source` (a subgraph output)."""
+        self.values[name] = replace(self.values[source], name=name)
+        self.producers[name] = helper.make_node("Identity", [source], [name])
+
+    def is_poisoned(self, name: str) -> bool:
+        return name in self._poisoned
+
+    def poison(self, name: str) -> None:
+        if name:
+            self._poisoned.add(name)
+
+    def checkpoint(self) -> tuple[Any, ...]:
+        """The importer's state, to undo a trial import (`rollback`)."""
+        block = self.builder.insertion_point.block
+        return (
+            block.last_op, dict(self.values), set(self._used_names), dict(self._weight_ssa),
+            dict(self.weights), self._none, dict(self.producers), dict(self._fold_failures),
+        )
+
+    def rollback(self, state: tuple[Any, ...]) -> None:
+        last, values, used, weight_ssa, weights, none, producers, failures = state
+        block = self.builder.insertion_point.block
+        while block.last_op is not None and block.last_op is not last:
+            block.erase_op(block.last_op, safe_erase=False)
+        self.values, self._used_names, self._weight_ssa = values, used, weight_ssa
+        self.weights, self._none, self.producers, self._fold_failures = weights, none, producers, failures
+
+    # -- why a value is not a constant ---------------------------------------------------
+
+    def not_constant_error(self, ctx: NodeContext, name: str, what: str) -> ImportRuleError:
+        """The error for a value that must be a constant and is not: it names the node that
+        could not be folded and why, or the run-time inputs the value depends on."""
+        failure, inputs = self.why_not_constant(name)
+        if failure is not None:
+            return ctx.error(f"{what} must be a constant; {failure}")
+        if inputs:
+            listed = ", ".join(f"'{n}'" for n in inputs)
+            return NeedsConstantError(
+                f"{ctx.where}: {what} must be a constant but depends on the run-time input(s) "
+                f"{listed}; bind them with --constant-inputs NAME=VALUE",
+                inputs,
+                _node_label(ctx.node),
+            )
+        return ctx.error(f"{what} must be a constant (it is computed at run time)")
+
+    def why_not_constant(self, name: str) -> tuple[str | None, list[str]]:
+        """(the nearest node whose folding failed, else None; the fed inputs `name`'s value
+        depends on). Shape and Size read only shapes, which are static."""
+        seen: set[str] = set()
+        inputs: list[str] = []
+        queue = [name]
+        while queue:
+            current = queue.pop(0)
+            if current in seen or not current:
+                continue
+            seen.add(current)
+            if current in self._fold_failures:
+                return self._fold_failures[current], []
+            if current in self._fed_inputs:
+                inputs.append(current)
+                continue
+            value = self.values.get(current)
+            if value is not None and value.const is not None:
+                continue
+            node = self.producers.get(current)
+            if node is None or node.op_type in ("Shape", "Size"):
+                continue
+            queue.extend(node.input)
+        return None, sorted(inputs)
 
 def _shape_of(value: SSAValue) -> tuple[int, ...] | None:
     t = value.type
@@ -548,6 +773,37 @@ def _is_variadic_result(op_class: type) -> bool:
     return len(op_def.results) == 1 and isinstance(op_def.results[0][1], VarResultDef)
 
 
+def _node_label(node: onnx.NodeProto) -> str:
+    return node.name or (node.output[0] if node.output else node.op_type)
+
+
+def _graph_names(graph: onnx.GraphProto) -> set[str]:
+    """Every tensor name `graph` and its subgraphs use."""
+    names = {v.name for v in (*graph.input, *graph.output)}
+    names.update(t.name for t in graph.initializer)
+    for node in graph.node:
+        names.update(n for n in (*node.input, *node.output) if n)
+        for attr in node.attribute:
+            for sub in (*([attr.g] if attr.HasField("g") else []), *attr.graphs):
+                names |= _graph_names(sub)
+    return names
+
+
+def _unfoldable_nodes(graph: onnx.GraphProto) -> list[onnx.NodeProto]:
+    """The nodes of a subgraph that would not fold (some input not a constant of the
+    subgraph): the ones that need an import rule."""
+    constants = {t.name for t in graph.initializer}
+    nodes = []
+    for node in graph.node:
+        present = [n for n in node.input if n]
+        graph_attr = any(a.HasField("g") or a.graphs for a in node.attribute)
+        if not graph_attr and (node.op_type == "Constant" or (present and all(n in constants for n in present))):
+            constants.update(n for n in node.output if n)
+            continue
+        nodes.append(node)
+    return nodes
+
+
 def _remove_dead_ops(block: Block) -> None:
     """Erase ops whose results nothing uses (the walk emits ops in order, so one pass)."""
     for op in reversed(list(block.ops)):
@@ -559,13 +815,42 @@ def import_onnx(
     model: onnx.ModelProto | str | Path,
     model_name: str | None = None,
     input_shapes: Sequence[Sequence[int]] | None = None,
+    constant_inputs: Mapping[str, Any] | None = None,
+    steering_values: Mapping[str, np.ndarray] | None = None,
 ) -> ImportResult:
-    """Import an ONNX model (a ModelProto or a path) into a TOP module and weights."""
+    """Import an ONNX model (a ModelProto or a path) into a TOP module and weights.
+
+    `constant_inputs` binds model inputs to constants (they leave the module's inputs).
+    `steering_values` (a test input) may bind inputs that only steer shapes or branches,
+    when a shape or branch needs their value at import, as TPU-MLIR does for
+    shape-influencing inputs; each such binding is a note in the result.
+    """
+    from tpu_xdsl.frontend import constant_inputs as binding
+
     if not isinstance(model, onnx.ModelProto):
         path = Path(model)
         model = load_model(path)
         model_name = model_name or path.stem
-    return OnnxImporter(model, model_name or (model.graph.name or "model"), input_shapes).run()
+    name = model_name or (model.graph.name or "model")
+    bound = binding.typed_constants(model, constant_inputs or {})
+    notes = [binding.bound_note(n, v, "--constant-inputs") for n, v in bound.items()]
+    steering = binding.steering_only_inputs(model)
+    while True:
+        try:
+            result = OnnxImporter(model, name, input_shapes, constant_inputs=bound).run()
+        except NeedsConstantError as e:
+            usable = [
+                n for n in e.inputs
+                if steering_values is not None and n in steering_values and n in steering and n not in bound
+            ]
+            if not usable or len(usable) != len(e.inputs):
+                raise
+            for n in usable:
+                bound[n] = binding.typed_constants(model, {n: steering_values[n]})[n]  # type: ignore[index]
+                notes.append(binding.steering_note(n, bound[n], e.node))
+            continue
+        result.notes = notes + result.notes
+        return result
 
 
 def supported_ops() -> Iterable[str]:

@@ -93,6 +93,7 @@ def _progress(total: int, desc: str):
 
 def _transform(args: argparse.Namespace) -> int:
 
+    from tpu_xdsl.frontend.constant_inputs import parse_constant_inputs
     from tpu_xdsl.frontend.onnx_importer import import_onnx, load_model
     from tpu_xdsl.frontend.preprocess import Preprocess, parse_floats, parse_ints
     from tpu_xdsl.frontend.reference import run_reference
@@ -117,12 +118,15 @@ def _transform(args: argparse.Namespace) -> int:
     if not output.parent.is_dir():
         raise UsageError(f"-o {args.output}: folder {output.parent} does not exist")
     shapes = parse_input_shapes(args.input_shapes)
+    constants = parse_constant_inputs(args.constant_inputs) if args.constant_inputs else {}
     steps = 3 + (3 if args.test_input else 0)
     with _progress(steps, "transform") as bar:
         bar.set_postfix_str("load")
         model = load_model(args.model_def)
         bar.set_postfix_str("import")
-        result = import_onnx(model, args.model_name, shapes)
+        # An .npz test input may bind inputs that only steer shapes or branches.
+        steering = _npz_test_input(args.test_input, model)
+        result = import_onnx(model, args.model_name, shapes, constants, steering)
         preprocess.record(result.module)
         bar.update()
         bar.set_postfix_str("canonicalize")
@@ -141,11 +145,14 @@ def _transform(args: argparse.Namespace) -> int:
             feeds = dict(zip(result.input_names, arrange_inputs(result.module, given)))
         save_module(result.module, output, weights)
         bar.update()
+        for note in result.notes:
+            print(f"note: {note}")
         if feeds is None:
             print(f"wrote {output} and {output.stem}_weights.npz")
             return 0
         bar.set_postfix_str("reference")
-        reference, engine = run_reference(model, feeds)
+        # The reference runs the model as given: inputs bound at import take their values.
+        reference, engine = run_reference(model, {**feeds, **result.constant_inputs})
         bar.update()
         bar.set_postfix_str("TOP interpreter")
         capture = TensorCapture()
@@ -162,6 +169,17 @@ def _transform(args: argparse.Namespace) -> int:
         print(f"wrote {args.test_result} ({len(capture.tensors)} tensors)")
     print(f"wrote {output} and {output.stem}_weights.npz")
     return 0 if ok else 1
+
+
+def _npz_test_input(path: str | None, model) -> dict | None:
+    """The arrays of an .npz test input by name (None for no test input or an image)."""
+    from tpu_xdsl.frontend.onnx_importer import model_inputs
+    from tpu_xdsl.frontend.preprocess import is_image
+
+    if path is None or is_image(Path(path)):
+        return None
+    names = [v.name for v in model_inputs(model)]
+    return read_input_file(path, names, lambda file: None)
 
 
 # -- run ---------------------------------------------------------------------------------
@@ -287,6 +305,10 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--channel-format", default="nchw", help="nchw or nhwc (default nchw)")
     t.add_argument("--resize-dims", help="resize images to height,width before the center crop")
     t.add_argument("--keep-aspect-ratio", action="store_true", help="resize keeping the aspect ratio, pad with 0")
+    t.add_argument("--constant-inputs", metavar="NAME=VALUE[,...]|FILE.npz",
+                   help="bind model inputs (a sample rate, a mode flag) to constants; they leave the TOP "
+                        "module's inputs. Inputs that only steer shapes or branches may also take the "
+                        "test input's values")
     t.add_argument("--test-input", help="an .npz/.npy input or an image to compare stages on")
     t.add_argument("--test-result", help="write the TOP interpreter's tensors here (.npz)")
     t.add_argument("--tolerance", default="0.99,0.99", help="min cosine,euclidean (default 0.99,0.99)")
