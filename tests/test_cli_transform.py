@@ -183,3 +183,101 @@ def test_model_with_external_data_imports(tmp_path):
     missing = tpu_xdsl("transform", "--model-def", str(tmp_path / "external.onnx"), "--model-name", "m",
                        "--input-shapes", "[[1,3,8,8]]", "-o", str(tmp_path / "out.mlir"))
     assert_user_error(missing, "external data missing")
+
+
+def rate_switch(path: Path) -> Path:
+    """y = If(sr == 16000, x @ w (a [1,4] result), x * 0.5 (a [1,8] result)): a branch
+    picked by a sample-rate input, whose branches cannot be selected at run time."""
+    w = np.random.default_rng(2).standard_normal((8, 4)).astype(np.float32)
+    then_branch = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["then_y"])], "then", [],
+        [helper.make_tensor_value_info("then_y", TensorProto.FLOAT, None)], [numpy_helper.from_array(w, "w")],
+    )
+    half = helper.make_node("Constant", [], ["half"], value=numpy_helper.from_array(np.array(0.5, np.float32)))
+    else_branch = helper.make_graph(
+        [half, helper.make_node("Mul", ["x", "half"], ["else_y"])], "else", [],
+        [helper.make_tensor_value_info("else_y", TensorProto.FLOAT, None)],
+    )
+    rate = helper.make_node("Constant", [], ["rate"], value=numpy_helper.from_array(np.array(16000, np.int64)))
+    nodes = [
+        rate,
+        helper.make_node("Equal", ["sr", "rate"], ["is16k"]),
+        helper.make_node("If", ["is16k"], ["y"], then_branch=then_branch, else_branch=else_branch, name="rate_if"),
+    ]
+    graph = helper.make_graph(
+        nodes, "rate_switch",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8]), helper.make_tensor_value_info("sr", TensorProto.INT64, [])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)], ir_version=8), path)
+    return path
+
+
+@pytest.mark.parametrize("flag", [["--constant-inputs", "sr=16000"], []])
+def test_transform_binds_branch_inputs_with_a_note(tmp_path, flag):
+    """--constant-inputs binds sr; without it, the test input's sr is used, since sr only
+    picks a branch. Either way the note says so and TOP matches onnxruntime."""
+    model = rate_switch(tmp_path / "vad.onnx")
+    np.savez(tmp_path / "in.npz", x=np.random.default_rng(3).standard_normal((1, 8)).astype(np.float32), sr=np.array(16000))
+    result = tpu_xdsl(
+        "transform", "--model-def", str(model), "--model-name", "vad", "--input-shapes", "[[1,8],[]]", *flag,
+        "--test-input", str(tmp_path / "in.npz"), "-o", str(tmp_path / "vad.mlir"),
+    )
+    assert result.returncode == 0, result.stderr
+    notes = [line for line in result.stdout.splitlines() if line.startswith("note: ")]
+    if flag:
+        assert notes == ["note: input 'sr' is the constant 16000 (--constant-inputs); the TOP module has no input 'sr'"]
+    else:
+        assert len(notes) == 1 and "input 'sr' only steers shapes or branches" in notes[0], notes
+        assert "the test input's value 16000" in notes[0]
+    assert any(line.startswith("y ") for line in result.stdout.splitlines())
+    assert "all pass" in result.stdout
+    text = (tmp_path / "vad.mlir").read_text()
+    assert 'names = ["sr"]' not in text and "tensor<1x4xf32>" in text
+
+
+def test_transform_without_the_branch_input_bound_is_one_line(tmp_path):
+    model = rate_switch(tmp_path / "vad.onnx")
+    result = tpu_xdsl("transform", "--model-def", str(model), "--model-name", "vad", "--input-shapes", "[[1,8],[]]",
+                      "-o", str(tmp_path / "out.mlir"))
+    assert_user_error(result, "node 'rate_if' (If, opset 16)", "run-time input(s) 'sr'", "--constant-inputs")
+    _no_outputs(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("value", "fragments"),
+    [
+        ("rate=16000", ["'rate', which is not an input of the model (inputs: x, sr)"]),
+        ("sr", ["--constant-inputs 'sr'", "NAME=VALUE"]),
+        ("sr=[1,2]", ["'sr' has shape [2], the model declares []"]),
+        ("missing.npz", ["--constant-inputs missing.npz: no such file"]),
+    ],
+)
+def test_bad_constant_inputs(tmp_path, value, fragments):
+    model = rate_switch(tmp_path / "vad.onnx")
+    result = tpu_xdsl("transform", "--model-def", str(model), "--model-name", "vad", "--input-shapes", "[[1,8],[]]",
+                      "--constant-inputs", value, "-o", str(tmp_path / "out.mlir"))
+    assert_user_error(result, *fragments)
+    _no_outputs(tmp_path)
+
+
+def test_transform_lists_every_unsupported_op_at_once(tmp_path):
+    """Two op types nobody supports, one of them twice: one message lists both, with
+    opset, count and first node, and transform exits 2."""
+    model = tmp_path / "m.onnx"
+    small_cnn(model, extra_node=helper.make_node("Unique", ["prob"], ["u1"], name="first_unique"))
+    proto = onnx.load(str(model))
+    proto.graph.node.extend([
+        helper.make_node("Unique", ["relu"], ["u2"], name="second_unique"),
+        helper.make_node("Blur", ["relu"], ["blurred"], domain="com.example", name="blur"),
+        helper.make_node("Add", ["u1", "blurred"], ["out"]),
+    ])
+    proto.opset_import.append(helper.make_opsetid("com.example", 1))
+    onnx.save(proto, model)
+    result = tpu_xdsl("transform", "--model-def", str(model), "--model-name", "m", "--input-shapes", "[[1,3,8,8]]",
+                      "-o", str(tmp_path / "out.mlir"))
+    assert_user_error(
+        result, "Unique (opset 13, 2 nodes, first 'first_unique')", "com.example.Blur (opset 1, 1 node, first 'blur')",
+        "tpu-xdsl list-ops",
+    )
+    _no_outputs(tmp_path)

@@ -28,7 +28,7 @@ from onnx import helper, numpy_helper
 from xdsl.builder import Builder, InsertPoint
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp, NoneType, StringAttr, TensorType
-from xdsl.ir import Attribute, Block, Region, SSAValue
+from xdsl.ir import Attribute, Block, OpResult, Region, SSAValue
 
 from tpu_xdsl.dialects import Top, shapes
 from tpu_xdsl.dialects.attr_values import from_py
@@ -360,6 +360,8 @@ class OnnxImporter:
         self._poisoned: set[str] = set()
         # Inside a trial import (both branches of an If), errors propagate at once.
         self.strict = 0
+        # Tensor names given to the copies of subgraph tensors (inlined If/Loop/Scan bodies).
+        self._subgraph_names: set[str] = set()
 
     # -- values ------------------------------------------------------------------------
 
@@ -681,6 +683,7 @@ class OnnxImporter:
             n += 1
             candidate = f"{base}_{n}"
         self._used_names.add(candidate)
+        self._subgraph_names.add(candidate)
         return candidate
 
     def define_fresh_const(self, base: str, array: np.ndarray) -> OnnxValue:
@@ -689,9 +692,21 @@ class OnnxImporter:
         return self.values[name]
 
     def alias(self, name: str, source: str) -> None:
-        """Make `name` another name of the value `source` (a subgraph output)."""
-        self.values[name] = replace(self.values[source], name=name)
+        """Make `name` another name of the value `source` (a subgraph output). A run-time
+        value named inside a subgraph takes the new name in TOP, so the tensor keeps the
+        name the graph gives it (e.g. a Loop's final state under the Loop's output name)."""
+        value = self.values[source]
+        self.values[name] = replace(value, name=name)
         self.producers[name] = helper.make_node("Identity", [source], [name])
+        ssa = value.ssa
+        if ssa is None or source not in self._subgraph_names or not isinstance(ssa, OpResult):
+            return
+        names = ssa.op.attributes.get("names")
+        if isinstance(names, ArrayAttr) and ssa.index < len(names.data) and names.data[ssa.index].data == source:
+            renamed = [n.data for n in names.data]
+            renamed[ssa.index] = name
+            ssa.op.attributes["names"] = ArrayAttr([StringAttr(n) for n in renamed])
+            self._used_names.add(name)
 
     def is_poisoned(self, name: str) -> bool:
         return name in self._poisoned
