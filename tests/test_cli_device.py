@@ -55,7 +55,7 @@ def test_run_equals_the_interpreter_bit_for_bit(compiled, tmp_path, capsys):
     device_out, interp_out = tmp_path / "device.npz", tmp_path / "interp.npz"
     code, out, err = run(capsys, "run", compiled.model, "--input", compiled.x, "--output", device_out, "--dump-all")
     assert code == 0, err
-    assert "logits_f32: shape [1, 5] float32" in out
+    assert "logits: shape [1, 5] float32" in out
     assert "bm1684x: " in out and " cycles = " in out
     code, _, err = run(capsys, "run", compiled.mlir, "--input", compiled.x, "--output", interp_out, "--dump-all")
     assert code == 0, err
@@ -63,12 +63,13 @@ def test_run_equals_the_interpreter_bit_for_bit(compiled, tmp_path, capsys):
         shared = sorted(set(device.files) & set(interp.files))
         # "relu" (the conv's output) lives in local memory only: the conv runs in a layer
         # group with the input's cast and the requantization after it.
-        assert {"flat", "logits", "logits_f32"} <= set(shared)
+        # The output keeps its ONNX name (the f32 cast); the matmul's INT8 value is derived.
+        assert {"flat", "logits", "logits_int8"} <= set(shared)
         assert "relu" in interp.files and "relu" not in device.files
         for name in shared:
             assert device[name].dtype == interp[name].dtype, name
             np.testing.assert_array_equal(device[name], interp[name], err_msg=name)
-        assert device["logits"].dtype == np.int8
+        assert device["logits_int8"].dtype == np.int8 and device["logits"].dtype == np.float32
 
 
 def test_run_profile_reports_every_layer(compiled, tmp_path, capsys):
@@ -78,15 +79,15 @@ def test_run_profile_reports_every_layer(compiled, tmp_path, capsys):
     lines = out.splitlines()
     assert lines[0].split() == ["layer", "or", "group", "ops", "slices", "cycles", "compute", "dma", "MACs", "util",
                                 "DMA", "bytes", "compute%", "DMA%"]
-    rows = {line.split()[0]: line.split() for line in lines[1:] if line.split() and line.split()[0] == "logits"}
+    rows = {line.split()[0]: line.split() for line in lines[1:] if line.split() and line.split()[0] == "logits_int8"}
     # The input's cast, the conv (+relu) and its requantization run as one layer group.
     group = next(line.split() for line in lines if line.startswith("group 0: "))
     assert group[3:5] == ["3", "1x1"]
     assert "    ops: image_int8, relu, relu_per_tensor" in lines
     # MACs counted by hand: conv 4 oc x 3 ic x 9 taps x 64 pixels; matmul 256 x 5.
     assert group[8] == str(4 * 3 * 9 * 64)
-    assert rows["logits"][6] == str(256 * 5)
-    assert rows["logits"][1:3] == ["-", "-"]  # not in a layer group
+    assert rows["logits_int8"][6] == str(256 * 5)  # the matmul; "logits" is its cast to f32
+    assert rows["logits_int8"][1:3] == ["-", "-"]  # not in a layer group
     assert any(line.startswith("roofline: bound ") for line in lines)
     total = next(line for line in lines if line.startswith("total: "))
     assert f"{4 * 3 * 9 * 64 + 256 * 5} MACs" in total
@@ -97,7 +98,7 @@ def test_info(compiled, capsys):
     assert code == 0, err
     assert "chip: bm1684x" in out and "mode: INT8" in out
     assert "input image: 1x3x8x8 float32" in out
-    assert "output logits_f32: 1x5 float32" in out
+    assert "output logits: 1x5 float32" in out
     memory_map = out.split("memory map (DDR):", 1)[1]
     assert "coefficients" in memory_map
     assert "  image [1, 3, 8, 8] float32" in memory_map  # inputs too, not just tensors computed

@@ -24,7 +24,9 @@ run fall back to the chip's most precise float mode, reported. `tpu.cast`
 ops convert at every change of type: in and out of INT8, between float types,
 and at the outputs back to f32 (INT8 outputs stay INT8 with `quant_output`;
 `quant_input` makes the model's inputs INT8). Tensor names stay, so every TPU
-tensor compares with its TOP tensor by name.
+tensor compares with its TOP tensor by name; an output's cast back to f32 takes the
+output's (ONNX) name and the value it converts a derived one (`{name}_float16`,
+`_bfloat16`, `_int8`), so users find the outputs of every stage by the names they know.
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, TensorType
+from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -210,9 +213,14 @@ def _quantize_inputs(module: ModuleOp, asymmetric: bool) -> None:
 
 
 def _cast_outputs(ctx: LoweringContext, quant_output: bool) -> None:
-    """Every output back in f32 (`{name}_f32`), INT8 ones kept with `quant_output`."""
+    """Every output back in f32, INT8 ones kept with `quant_output`. The cast takes the
+    output's name, so the model's outputs keep their ONNX names in every stage; the
+    value it converts gets a derived one, named by its type as the casts between modes are
+    (`{name}_float16`, `_bfloat16`, `_int8`, `_uint8`)."""
     ret = main_func(ctx.module).body.block.last_op
     assert ret is not None
+    taken = {n for op in main_func(ctx.module).body.block.ops for n in tensor_names(op)}
+    casts: dict[SSAValue, SSAValue] = {}
     for i, value in enumerate(list(ret.operands)):
         t = value.type
         if not isinstance(t, TensorType):
@@ -222,12 +230,42 @@ def _cast_outputs(ctx: LoweringContext, quant_output: bool) -> None:
             continue
         if qparams is None and (not is_float_tensor(t) or numpy_dtype(t.element_type) == np.float32):
             continue
+        if value in casts:
+            ret.operands[i] = casts[value]
+            continue
+        name = value_name(value, f"output{i}")
+        if isinstance(value.owner, Operation) and value.owner.name != "top.input":
+            internal = _unique(f"{name}_{numpy_dtype(t.element_type)}", taken)
+            _rename_result(value, internal)
+        else:  # an input returned as it is keeps its name: the output gets a derived one
+            name = _unique(f"{name}_f32", taken)
         target = TensorType(element_type(np.float32), t.get_shape())
-        cast = ctx.cast_op(value, target, f"{value_name(value, f'output{i}')}_f32", qparams)
+        cast = ctx.cast_op(value, target, name, qparams)
         for reader in cast.operands[1:]:
             Rewriter.insert_op(reader.owner, InsertPoint.before(ret))  # type: ignore[arg-type]
         Rewriter.insert_op(cast, InsertPoint.before(ret))
-        ret.operands[i] = cast.results[0]
+        ret.operands[i] = casts[value] = cast.results[0]
+
+
+def _unique(name: str, taken: set[str]) -> str:
+    """`name`, or `name_2`, `name_3`, ... when a tensor of the module has it; then taken."""
+    found, count = name, 1
+    while found in taken:
+        count += 1
+        found = f"{name}_{count}"
+    taken.add(found)
+    return found
+
+
+def _rename_result(value: SSAValue, name: str) -> None:
+    """Give the result `value` of its op the tensor name `name` (other results keep theirs)."""
+    owner = value.owner
+    assert isinstance(owner, Operation)
+    names = tensor_names(owner)
+    index = owner.results.index(value)
+    names += [f"{name}_unnamed{k}" for k in range(len(names), index + 1)]
+    names[index] = name
+    owner.attributes["names"] = ArrayAttr([StringAttr(n) for n in names])
 
 
 @dataclass

@@ -38,9 +38,10 @@ builtin.module attributes {module.name = "channels", module.state = "TOP_CALIBRA
 // CHECK-NEXT: %[[YT:.*]] = "tpu.requant"(%[[Y]]) {names = ["y_per_tensor"], multiplier = [1073741824 : i64, 1073741824 : i64], rshift = [30 : i64, 31 : i64], axis = 1 : i64, round_mode = "half_away_from_zero"} : ({{.*}}) -> tensor<1x2x2x2xui8, #tpu.uniform<0.001953125 : f64, 0 : i64>>
 
 // d folds y's scales: w' = [2^-9, 2^-10] -> [127, 64]; rescale (2^-9 / 127) / 2^-7 =
-// 0.25/127: shift 39.
-// CHECK:      %[[D:.*]] = "tpu.conv"(%[[Y]], %{{.*}}, %{{.*}}) {kernel_shape = [1 : i64, 1 : i64], names = ["d"], multiplier = [1082196484 : i64], rshift = [39 : i64], round_mode = "half_away_from_zero", quant_mode = "multiplier_shift"} : ({{.*}}) -> tensor<1x1x2x2xi8, #tpu.uniform<7.812500e-03 : f64, 0 : i64>>
-// CHECK-NEXT: %[[P:.*]] = "tpu.permute"(%[[YT]]) {order = [0 : i64, 2 : i64, 3 : i64, 1 : i64], names = ["p"]} : ({{.*}}) -> tensor<1x2x2x2xui8, #tpu.uniform<0.001953125 : f64, 0 : i64>>
+// 0.25/127: shift 39. d and p are outputs: their INT8 values are d_int8 and p_uint8,
+// the f32 casts d and p.
+// CHECK:      %[[D:.*]] = "tpu.conv"(%[[Y]], %{{.*}}, %{{.*}}) {kernel_shape = [1 : i64, 1 : i64], names = ["d_int8"], multiplier = [1082196484 : i64], rshift = [39 : i64], round_mode = "half_away_from_zero", quant_mode = "multiplier_shift"} : ({{.*}}) -> tensor<1x1x2x2xi8, #tpu.uniform<7.812500e-03 : f64, 0 : i64>>
+// CHECK-NEXT: %[[P:.*]] = "tpu.permute"(%[[YT]]) {order = [0 : i64, 2 : i64, 3 : i64, 1 : i64], names = ["p_uint8"]} : ({{.*}}) -> tensor<1x2x2x2xui8, #tpu.uniform<0.001953125 : f64, 0 : i64>>
 
 // TENSOR:     module.quantization = "symmetric"
 // TENSOR-NOT: channel_uniform

@@ -56,16 +56,17 @@ builtin.module attributes {module.name = "int8", module.state = "TOP_CALIBRATED"
 // MatMul: per output column, maxima [1, 0.25, 0.5]; rescale 2^-6 * max / 127 / 2^-7
 // = [2/127, 0.5/127, 1/127].
 // CHECK-NEXT: %[[WM:.*]] = "top.weight"() {names = ["mm_filter_int8"]} : () -> tensor<2x3xi8>
-// CHECK-NEXT: %[[MM:.*]] = "tpu.matmul"(%[[R]], %[[WM]], %{{.*}}) {names = ["mm"], multiplier = [1082196484 : i64, 1082196484 : i64, 1082196484 : i64], rshift = [36 : i64, 38 : i64, 37 : i64], round_mode = "half_away_from_zero", quant_mode = "multiplier_shift"} : ({{.*}}) -> tensor<1x3xi8, #tpu.uniform<7.812500e-03 : f64, 0 : i64>>
+// CHECK-NEXT: %[[MM:.*]] = "tpu.matmul"(%[[R]], %[[WM]], %{{.*}}) {names = ["mm_int8"], multiplier = [1082196484 : i64, 1082196484 : i64, 1082196484 : i64], rshift = [36 : i64, 38 : i64, 37 : i64], round_mode = "half_away_from_zero", quant_mode = "multiplier_shift"} : ({{.*}}) -> tensor<1x3xi8, #tpu.uniform<7.812500e-03 : f64, 0 : i64>>
 
 // Concat: each input to 2^-5: c by 0.5 = 2^30 / 2^31, a by 1 = 2^30 / 2^30.
 // CHECK-NEXT: %[[CAT:.*]] = "tpu.concat"(%[[C]], %[[A]]) {axis = 1 : i64, names = ["cat"], multiplier = [1073741824 : i64, 1073741824 : i64], rshift = [31 : i64, 30 : i64], round_mode = "half_away_from_zero", quant_mode = "multiplier_shift"} : ({{.*}}) -> tensor<1x4x4x4xi8, #tpu.uniform<3.125000e-02 : f64, 0 : i64>>
 
 // Softmax has no INT8 kernel: it runs in F32 between casts (keeping its calibrated
-// range), and the INT8 output is dequantized.
+// range), and the INT8 output is dequantized by a cast that takes its name (the
+// INT8 matmul's value is mm_int8).
 // CHECK-NEXT: %[[CATF:.*]] = "tpu.cast"(%[[CAT]]) {names = ["cat_float32"], scale = 3.125000e-02 : f64} : ({{.*}}) -> tensor<1x4x4x4xf32>
 // CHECK-NEXT: %[[SM:.*]] = "tpu.softmax"(%[[CATF]]) {axis = 1 : i64, names = ["sm"]} : (tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32, #top.calibrated
-// CHECK-NEXT: %[[MMF:.*]] = "tpu.cast"(%[[MM]]) {names = ["mm_f32"], scale = 7.812500e-03 : f64} : ({{.*}}) -> tensor<1x3xf32>
+// CHECK-NEXT: %[[MMF:.*]] = "tpu.cast"(%[[MM]]) {names = ["mm"], scale = 7.812500e-03 : f64} : ({{.*}}) -> tensor<1x3xf32>
 // CHECK-NEXT: func.return %[[MMF]], %[[SM]]
 
 // Asymmetric: uint8 with zero points; x covers [-4, 3.9]: scale 7.9/255, zero point
