@@ -203,3 +203,40 @@ def test_cli_deploys_a_qdq_model_without_a_calibration_table(models, tmp_path):
     with np.load(tmp_path / "out.npz") as out:
         (device,) = [out[k] for k in out.files]
     assert _cosine(device, _onnxruntime(models["qdq_channels"], x)) >= 0.999
+
+
+def test_a_relu_folded_into_a_zero_point_stays_in_top(models):
+    """onnxruntime drops the Relu before a QuantizeLinear whose codes start at real 0 (the
+    zero point clamps); TOP keeps it, so the float stages compute what the model does."""
+    result = import_onnx(models["qdq_channels"])
+    kinds = [op.name for op in result.module.body.block.ops.first.body.block.ops]  # type: ignore[union-attr]
+    assert "top.relu" in kinds
+    assert not any(n.op_type == "Relu" for n in onnx.load(str(models["qdq_channels"])).graph.node)
+    x = _samples(1, seed=9)[0]
+    (out,) = run_module(result.module, {"x": x}, result.weights).values()
+    assert _cosine(out, _onnxruntime(models["qdq_channels"], x)) >= 0.999
+
+
+def test_inputs_half_way_between_codes_round_as_quantize_linear(tmp_path):
+    """Pixels scaled to [-1, 1] by 2/255 fall half-way between the codes of scale 2/255
+    after a float32 division: INT8 rounds them as ONNX's QuantizeLinear does (half to even
+    on the float32 quotient), code for code."""
+    scale = np.float32(2 / 255)
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"]),
+        helper.make_node("DequantizeLinear", ["xq", "s", "z"], ["xd"]),
+        helper.make_node("MaxPool", ["xd"], ["y"], kernel_shape=[1, 1]),
+        helper.make_node("QuantizeLinear", ["y", "s", "z"], ["yq"]),
+        helper.make_node("DequantizeLinear", ["yq", "s", "z"], ["out"]),
+    ]
+    inits = [numpy_helper.from_array(np.array(scale), "s"), numpy_helper.from_array(np.array(0, np.int8), "z")]
+    graph = helper.make_graph(
+        nodes, "ties", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, 3, 16, 16])], inits,
+    )
+    path = tmp_path / "ties.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+    pixels = np.random.default_rng(0).integers(0, 256, (1, 3, 16, 16))
+    x = ((pixels / 255 - 0.5) / 0.5).astype(np.float32)
+    expected = _onnxruntime(path, x)
+    assert np.array_equal(_int8_output(path, x, asymmetric=False), expected)

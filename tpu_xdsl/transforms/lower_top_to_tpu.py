@@ -45,7 +45,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from tpu_xdsl.calibration.model_scales import is_model_calibrated, model_float_ops
 from tpu_xdsl.device.chip import check_mode, chip_config
-from tpu_xdsl.dialects.quant_types import calibration_of, qparams_of, quantized_type
+from tpu_xdsl.dialects.quant_types import calibration_of, is_quantized, qparams_of, quantized_type
 from tpu_xdsl.interp.dtypes import element_type, numpy_dtype
 from tpu_xdsl.interp.runner import input_ops, main_func, tensor_names
 from tpu_xdsl.quant import activation_qparams
@@ -159,6 +159,8 @@ def lower_top_to_tpu(
             if rewriter.has_done_action:
                 break
     _cast_outputs(ctx, quant_output)
+    if model_scales:
+        _round_half_to_even(module)
     from tpu_xdsl.transforms.top_dce import TopDce
 
     TopDce().apply(Context(), module)  # the f32 weights that were converted
@@ -184,6 +186,16 @@ def _keep_model_float_ops(module: ModuleOp, table: dict[str, str], chip) -> list
         return []
     shown = ", ".join(kept[:4]) + (f" and {len(kept) - 4} more" if len(kept) > 4 else "")
     return [f"{len(kept)} op(s) run in {mode} as the model keeps them in float (no scale of its own): {shown}"]
+
+
+def _round_half_to_even(module: ModuleOp) -> None:
+    """A pre-quantized model rounds as ONNX's QuantizeLinear and onnxruntime's requantization
+    do, half to even: its quantizing casts and requantizing ops round so too. (Photo pixels
+    scaled by 2/255 fall exactly half-way between codes: the mode changes every one.)"""
+    for op in main_func(module).body.block.ops:
+        quantizing = op.name == "tpu.cast" and is_quantized(op.results[0].type)
+        if quantizing or "round_mode" in op.attributes:
+            op.attributes["round_mode"] = StringAttr("half_to_even")
 
 
 def _has_channel_ranges(module: ModuleOp) -> bool:

@@ -78,7 +78,8 @@ class ModelQuantization:
         if known != scale:
             self.conflicts.append(where)
 
-    def notes(self) -> list[str]:
+    def notes(self, calibrated: int) -> list[str]:
+        """What the user should know of the import; `calibrated` tensors got a model scale."""
         lines = []
         if self.dynamic:
             lines.append(
@@ -86,9 +87,9 @@ class ModelQuantization:
                 "scales at run time: imported as a float model with the weights dequantized; calibrate it "
                 "(tpu-xdsl calibrate) like any float model for INT8"
             )
-        if self.scales:
+        if calibrated:
             lines.append(
-                f"the model's own scales and zero points calibrate {len(self.scales)} tensor(s): "
+                f"the model's own scales and zero points calibrate {calibrated} tensor(s): "
                 "deploy --quantize INT8 uses them without a calibration table"
             )
         if self.unscaled:
@@ -123,8 +124,6 @@ def attach_model_scales(importer: OnnxImporter, module: ModuleOp) -> None:
     found = importer.__dict__.get("quantization")
     if found is None:
         return
-    for line in found.notes():
-        print(f"note: {line}", file=sys.stderr)
     main = main_func(module)
     for name in found.renamed:  # moved codes keep their scale
         value = importer.values.get(name)
@@ -141,6 +140,8 @@ def attach_model_scales(importer: OnnxImporter, module: ModuleOp) -> None:
                 continue
             Rewriter.replace_value_with_new_type(value, calibrated_type(t, scale.calibration()))  # type: ignore[arg-type]
             calibrated += 1
+    for line in found.notes(calibrated):
+        print(f"note: {line}", file=sys.stderr)
     if not calibrated:
         return
     sync_function_type(main)
@@ -351,12 +352,27 @@ def quantize_linear(ctx: NodeContext) -> None:
     value = ctx.input(0)
     state = quantization(ctx.importer)
     if scale.size == 1 and dtype in _CODE_TYPES:
-        state.code_scales[ctx.output_name(0)] = TensorScale.of(scale, zero, dtype)
-        state.record(value, state.code_scales[ctx.output_name(0)], ctx.where)
+        found = state.code_scales[ctx.output_name(0)] = TensorScale.of(scale, zero, dtype)
+        if found.unsigned_zero_point == 0 and not _never_negative(value):
+            # onnxruntime removes a ReLU before a quantization whose codes start at 0 (the
+            # zero point clamps): TOP keeps it, so float stages compute what the model does.
+            # The producer shares the range, so that top-fuse-relu can fuse the two.
+            state.record(value, found, ctx.where)
+            (value,) = ctx.emit("relu", [value], name=f"{ctx.node.input[0]}_relu")
+        state.record(value, found, ctx.where)
     else:
         state.unscaled.append(ctx.node.name or ctx.output_name(0))
     state.real_values[ctx.output_name(0)] = float(np.asarray(scale).reshape(-1)[0])
     ctx.set_output(0, value)
+
+
+def _never_negative(value: SSAValue) -> bool:
+    owner = value.owner
+    name = getattr(owner, "name", "")
+    if name in ("top.relu", "top.sigmoid", "top.hard_sigmoid", "top.softmax", "top.exp", "top.abs"):
+        return True
+    attrs = getattr(owner, "attributes", {})
+    return "do_relu" in attrs and bool(getattr(attrs["do_relu"], "value", None) and attrs["do_relu"].value.data)
 
 
 @onnx_rule("DequantizeLinear", since=10)
