@@ -622,25 +622,8 @@ EXPECTED_FAILURES: dict[str, list[str]] = {
         'test_image_decoder_decode_webp_rgb',
     ],
     'unsupported op: QuantizeLinear': [
-        'test_dynamicquantizelinear_expanded',
-        'test_dynamicquantizelinear_max_adjusted_expanded',
-        'test_dynamicquantizelinear_min_adjusted_expanded',
-        'test_quantizelinear',
-        'test_quantizelinear_axis',
         'test_quantizelinear_blocked_asymmetric',
         'test_quantizelinear_blocked_symmetric',
-        'test_quantizelinear_int16',
-        'test_quantizelinear_uint16',
-    ],
-    'unsupported op: QLinearMatMul': [
-        'test_qlinearmatmul_2D_int8_float16',
-        'test_qlinearmatmul_2D_int8_float32',
-        'test_qlinearmatmul_2D_uint8_float16',
-        'test_qlinearmatmul_2D_uint8_float32',
-        'test_qlinearmatmul_3D_int8_float16',
-        'test_qlinearmatmul_3D_int8_float32',
-        'test_qlinearmatmul_3D_uint8_float16',
-        'test_qlinearmatmul_3D_uint8_float32',
     ],
     'unsupported op: RotaryEmbedding': [
         'test_rotary_embedding',
@@ -718,11 +701,7 @@ EXPECTED_FAILURES: dict[str, list[str]] = {
         'test_col2im_strides',
     ],
     'unsupported op: DequantizeLinear': [
-        'test_dequantizelinear',
-        'test_dequantizelinear_axis',
         'test_dequantizelinear_blocked',
-        'test_dequantizelinear_int16',
-        'test_dequantizelinear_uint16',
     ],
     'outside what the import rules handle (run-time shapes or attributes): node (Resize, opset N): antialias when downsampling is not supported': [
         'test_resize_downsample_scales_cubic_antialias',
@@ -866,10 +845,6 @@ EXPECTED_FAILURES: dict[str, list[str]] = {
         'test_blackmanwindow',
         'test_blackmanwindow_symmetric',
     ],
-    'unsupported op: ConvInteger': [
-        'test_convinteger_with_padding',
-        'test_convinteger_without_padding',
-    ],
     'unsupported op: Cosh': [
         'test_cosh',
         'test_cosh_example',
@@ -928,14 +903,8 @@ EXPECTED_FAILURES: dict[str, list[str]] = {
     "outside what the import rules handle (run-time shapes or attributes): node (NonZero, opset N): the output's shape depends on the input's values (only a constant": [
         'test_nonzero_example',
     ],
-    'unsupported op: MatMulInteger': [
-        'test_matmulinteger',
-    ],
     'unsupported op: MelWeightMatrix': [
         'test_melweightmatrix',
-    ],
-    'unsupported op: QLinearConv': [
-        'test_qlinearconv',
     ],
     'unsupported op: ai.onnx.ml.ArrayFeatureExtractor': [
         'test_ai_onnx_ml_array_feature_extractor',

@@ -32,6 +32,9 @@ SHAPE_INPUTS: dict[str, set[int]] = {
     "ReduceMean": {1}, "ReduceSum": {1}, "ReduceMax": {1}, "ReduceMin": {1}, "ReduceProd": {1},
     "ReduceL1": {1}, "ReduceL2": {1}, "ReduceLogSum": {1}, "ReduceLogSumExp": {1},
     "ReduceSumSquare": {1}, "Trilu": {1}, "Compress": {1},
+    # Quantization parameters (scales, zero points): fixed-point code is made for them.
+    "QuantizeLinear": {1, 2}, "DequantizeLinear": {1, 2}, "ConvInteger": {2, 3}, "MatMulInteger": {2, 3},
+    "QLinearConv": {1, 2, 4, 5, 6, 7}, "QLinearMatMul": {1, 2, 4, 5, 6, 7},
 }
 
 

@@ -129,7 +129,7 @@ def attach_model_scales(importer: OnnxImporter, module: ModuleOp) -> None:
         value = importer.values.get(name)
         if name in found.code_scales and value is not None and value.ssa is not None:
             found.scales.setdefault(value.ssa, found.code_scales[name])
-    _rename_code_tensors(importer, main, found.renamed)
+    _rename_code_tensors(importer, main, found.renamed | _accumulator_tensors(importer.model, found.renamed))
     _mark_one_scale_weights(importer, main, found.one_scale_weights | _qdq_one_scale_weights(importer.model))
     calibrated = 0
     for op in main.body.block.ops:
@@ -147,6 +147,17 @@ def attach_model_scales(importer: OnnxImporter, module: ModuleOp) -> None:
     sync_function_type(main)
     module.attributes[SOURCE_ATTR] = StringAttr(MODEL_SOURCE)
     module.attributes["module.state"] = StringAttr("TOP_CALIBRATED")
+
+
+def _accumulator_tensors(model: onnx.ModelProto, integer_outputs: set[str]) -> set[str]:
+    """Tensors computed from ConvInteger/MatMulInteger results before the Mul by the scales
+    (onnxruntime's bias Add, the Cast to float): in units of the accumulator there, of the
+    weight scale alone in TOP (DynamicQuantizeLinear passes scale 1)."""
+    found: set[str] = set()
+    for node in model.graph.node:
+        if node.op_type in ("Add", "Sub", "Cast") and any(n in integer_outputs or n in found for n in node.input):
+            found.update(n for n in node.output if n)
+    return found
 
 
 def _rename_code_tensors(importer: OnnxImporter, main, names: set[str]) -> None:
@@ -255,6 +266,23 @@ def dequantize(codes: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | No
     return shifted.astype(F32) * _broadcast(scale, rank, axis).astype(F32)
 
 
+def _is_graph_output(ctx: NodeContext, name: str) -> bool:
+    return any(v.name == name for v in ctx.importer.model.graph.output)
+
+
+def _emit_codes(ctx: NodeContext, real: SSAValue, scale: np.ndarray, zero: np.ndarray | None,
+                dtype: np.dtype, axis: int) -> None:
+    """Output 0 as the model's integer codes of `real`, sat(round(real / scale) + zero_point)
+    (a graph output that holds codes; the importer casts it to the output's type)."""
+    rank = len(real.type.get_shape())  # type: ignore[attr-defined]
+    (codes,) = ctx.emit("div", [real, ctx.constant(_broadcast(scale, rank, axis).astype(F32), "scale")])
+    (codes,) = ctx.emit("round", [codes])
+    if zero is not None and np.any(zero != 0):
+        (codes,) = ctx.emit("add", [codes, ctx.constant(_broadcast(zero, rank, axis).astype(F32), "zero_point")])
+    info = np.iinfo(dtype) if dtype.kind in "iu" else np.iinfo(np.int8)
+    ctx.output("clip", [codes], {"min": float(info.min), "max": float(info.max)})
+
+
 def _new_const(ctx: NodeContext, array: np.ndarray, tag: str) -> str:
     """A constant under a fresh name the importer knows (for a delegated node's input)."""
     name = ctx.importer.unique_name(f"{ctx.output_name(0)}_{tag}", reserve=False)
@@ -331,6 +359,9 @@ def _quantized_output(ctx: NodeContext, op_type: str, inputs: list[str], scale_a
     zero = ctx.const(zero_at) if zero_at is not None else None
     state = quantization(ctx.importer)
     dtype = _code_dtype(ctx, zero)
+    if _is_graph_output(ctx, out) and real.ssa is not None:
+        _emit_codes(ctx, real.ssa, scale, zero, dtype, 1)
+        return
     if scale.size == 1 and dtype in _CODE_TYPES and real.ssa is not None:
         state.code_scales[out] = TensorScale.of(scale, zero, dtype)
         state.record(real.ssa, state.code_scales[out], ctx.where)
@@ -350,6 +381,10 @@ def quantize_linear(ctx: NodeContext) -> None:
         raise ctx.error("the zero point (input 2) must be a constant")
     dtype = _code_dtype(ctx, zero)
     value = ctx.input(0)
+    if _is_graph_output(ctx, ctx.output_name(0)):  # the model's user reads the codes
+        rank = len(ctx.shape(0))
+        _emit_codes(ctx, value, scale, zero, dtype, int(ctx.attr("axis", 1)) % max(rank, 1))
+        return
     state = quantization(ctx.importer)
     if scale.size == 1 and dtype in _CODE_TYPES:
         found = state.code_scales[ctx.output_name(0)] = TensorScale.of(scale, zero, dtype)
