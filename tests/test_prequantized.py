@@ -240,3 +240,18 @@ def test_inputs_half_way_between_codes_round_as_quantize_linear(tmp_path):
     x = ((pixels / 255 - 0.5) / 0.5).astype(np.float32)
     expected = _onnxruntime(path, x)
     assert np.array_equal(_int8_output(path, x, asymmetric=False), expected)
+
+
+def test_weights_with_zero_points_are_named_in_a_note(models, tmp_path, capsys):
+    """uint8 weights have zero points, which the TPU's symmetric int8 weights cannot hold:
+    the import says so, and INT8 stays close to onnxruntime."""
+    path = tmp_path / "small_uint8_weights.onnx"
+    quantize_static(
+        str(models["float"]), str(path), _Reader(), quant_format=QuantFormat.QDQ,
+        activation_type=QuantType.QUInt8, weight_type=QuantType.QUInt8,
+    )
+    capsys.readouterr()
+    import_onnx(path)
+    assert "have zero points; INT8 requantizes them" in capsys.readouterr().err
+    x = _samples(1, seed=11)[0]
+    assert _cosine(_int8_output(path, x, asymmetric=True), _onnxruntime(path, x)) >= 0.99

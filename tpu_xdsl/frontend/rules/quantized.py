@@ -71,6 +71,8 @@ class ModelQuantization:
     one_scale_weights: set[str] = field(default_factory=set)
     conflicts: list[str] = field(default_factory=list)
     unscaled: list[str] = field(default_factory=list)
+    # Weights whose codes have a zero point: TPU weights are symmetric int8.
+    shifted_weights: list[str] = field(default_factory=list)
     dynamic: list[str] = field(default_factory=list)
 
     def record(self, value: SSAValue, scale: TensorScale, where: str) -> None:
@@ -96,6 +98,13 @@ class ModelQuantization:
             lines.append(
                 f"{len(self.unscaled)} quantization(s) per axis or to 16 bits ({_first(self.unscaled)}) "
                 "give no calibration: the ops producing those tensors run in a float mode"
+            )
+        if self.shifted_weights:
+            lines.append(
+                f"{len(self.shifted_weights)} weight(s) ({_first(self.shifted_weights)}) have zero points; "
+                "INT8 requantizes them to symmetric int8 per output channel (the TPU's weight format), "
+                "so INT8 differs slightly from the model's; quantize weights as int8 (QuantType.QInt8) for "
+                "the model's own weight codes"
             )
         if self.conflicts:
             lines.append(
@@ -125,6 +134,7 @@ def attach_model_scales(importer: OnnxImporter, module: ModuleOp) -> None:
     if found is None:
         return
     main = main_func(module)
+    found.shifted_weights.extend(_shifted_weights(importer.model))
     for name in found.renamed:  # moved codes keep their scale
         value = importer.values.get(name)
         if name in found.code_scales and value is not None and value.ssa is not None:
@@ -147,6 +157,27 @@ def attach_model_scales(importer: OnnxImporter, module: ModuleOp) -> None:
     sync_function_type(main)
     module.attributes[SOURCE_ATTR] = StringAttr(MODEL_SOURCE)
     module.attributes["module.state"] = StringAttr("TOP_CALIBRATED")
+
+
+def _shifted_weights(model: onnx.ModelProto) -> list[str]:
+    """Filters and matrices (input 1 of Conv, ConvTranspose, MatMul, Gemm) dequantized from
+    int8/uint8 codes with a nonzero zero point."""
+    inits = {t.name: t for t in model.graph.initializer}
+    codes = {n for n, t in inits.items() if t.data_type in (onnx.TensorProto.INT8, onnx.TensorProto.UINT8)}
+    weights = {
+        n.input[1] for n in model.graph.node
+        if n.op_type in ("Conv", "ConvTranspose", "MatMul", "Gemm") and len(n.input) > 1
+    }
+    found = []
+    for node in model.graph.node:
+        if node.op_type != "DequantizeLinear" or node.input[0] not in codes or len(node.input) < 3:
+            continue
+        if node.output[0] not in weights:
+            continue
+        zero = inits.get(node.input[2])
+        if zero is not None and np.any(onnx.numpy_helper.to_array(zero) != 0):
+            found.append(node.input[0])
+    return found
 
 
 def _accumulator_tensors(model: onnx.ModelProto, integer_outputs: set[str]) -> set[str]:
