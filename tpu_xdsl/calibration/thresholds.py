@@ -73,13 +73,30 @@ def kl_divergences(hist: np.ndarray, levels: int = KL_LEVELS) -> np.ndarray:
     return np.maximum(kl, 0.0)  # rounding can leave -1e-17 for P == Q
 
 
+# KL clips the rare outliers of a smooth distribution: a good threshold saturates a
+# fraction of a percent of the values. One that saturates more than this found a
+# degenerate minimum instead (see kl_threshold).
+KL_MAX_CLIPPED = 0.01
+
+
 def kl_threshold(hist: np.ndarray, abs_max: float, zeros: int = 0) -> float:
     """(i + 0.5) * width for the candidate i with the smallest divergence; abs_max if
-    the histogram has no more bins than levels or no candidate is finite."""
+    the histogram has no more bins than levels or no candidate is finite.
+
+    On a tensor of few distinct values (pixels k/16 of scikit-learn's digits, a
+    one-hot, a mask) the histogram is a comb: a candidate just past the first
+    tooth folds every other tooth into its last bin, P and Q are then the same
+    single spike and the divergence is 0, so KL would clip almost everything.
+    When the chosen threshold saturates more than KL_MAX_CLIPPED of the nonzero
+    values, the MSE threshold (which measures that clipping) is taken instead.
+    """
     divergences = kl_divergences(hist)
     if divergences.size == 0 or not np.isfinite(divergences).any():
         return abs_max
     best = int(np.argmin(divergences)) + KL_LEVELS
+    h = np.asarray(hist, dtype=np.float64)
+    if h[best + 1 :].sum() > KL_MAX_CLIPPED * h.sum():
+        return mse_threshold(hist, abs_max, zeros)
     return (best + 0.5) * bin_width(abs_max, len(hist))
 
 

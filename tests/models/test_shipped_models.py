@@ -1,0 +1,57 @@
+"""Trained models from other packages' wheels (tests/models/shipped.py) as a new user runs
+them: `transform`, `deploy --quantize F16 -o N.tpumodel` with every stage checked, and
+`run` on the device model; the final outputs keep their ONNX names and match
+onnxruntime at cosine >= 0.999."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+
+from tests.models.shipped import CORPUS, ShippedModel
+from tests.test_cli_transform import tpu_xdsl
+from tpu_xdsl.interp.compare import compare_tensors
+
+
+def _cases():
+    for model in CORPUS.values():
+        for mode in model.modes:
+            marks = [pytest.mark.slow] if model.slow else []
+            yield pytest.param(model, mode, id=f"{model.name}-{mode}", marks=marks)
+
+
+def deploy_and_run(model: ShippedModel, mode: str, folder) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """(onnxruntime's outputs, the device model's outputs) on the model's input."""
+    feeds = model.make_inputs()
+    np.savez(folder / "x.npz", **feeds)
+    session = ort.InferenceSession(str(model.path), providers=["CPUExecutionProvider"])
+    names = [o.name for o in session.get_outputs()]
+    expected = dict(zip(names, session.run(None, feeds)))
+    flags = ["--input-shapes", model.input_shapes] if model.input_shapes else []
+    if model.constant_inputs:
+        flags += ["--constant-inputs", model.constant_inputs]
+    r = tpu_xdsl("transform", "--model-def", str(model.path), "--model-name", model.name, *flags,
+                 "--test-input", str(folder / "x.npz"), "--test-result", str(folder / "top.npz"),
+                 "-o", str(folder / "m.mlir"))
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr
+    tpumodel = folder / f"m_{mode.lower()}.tpumodel"
+    r = tpu_xdsl("deploy", str(folder / "m.mlir"), "--quantize", mode, "--test-input", str(folder / "x.npz"),
+                 "--test-reference", str(folder / "top.npz"), "-o", str(tpumodel))
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr
+    # The device runs on what the user feeds it: bound constant inputs are no inputs any more.
+    bound = {item.split("=")[0] for item in (model.constant_inputs or "").split(",") if item}
+    np.savez(folder / "device_in.npz", **{k: v for k, v in feeds.items() if k not in bound})
+    r = tpu_xdsl("run", str(tpumodel), "--input", str(folder / "device_in.npz"), "--output", str(folder / "out.npz"))
+    assert r.returncode == 0, r.stderr
+    with np.load(folder / "out.npz") as out:
+        return expected, dict(out)
+
+
+@pytest.mark.parametrize(("model", "mode"), list(_cases()))
+def test_shipped_model_reaches_the_device(model, mode, tmp_path):
+    expected, actual = deploy_and_run(model, mode, tmp_path)
+    assert sorted(actual) == sorted(expected), "the device's outputs must keep the ONNX names"
+    for name, reference in expected.items():
+        row = compare_tensors(name, reference, actual[name])
+        assert row.problem is None and row.cosine >= 0.999, f"{model.name} {mode} {name}: {row}"
