@@ -17,7 +17,7 @@ def test_internal_error_is_one_line_and_exit_3(monkeypatch, capsys):
     assert tpu_xdsl.main(["list-ops"]) == EXIT_INTERNAL == 3
     err = capsys.readouterr().err
     assert err.count("\n") == 1
-    assert "internal error in 'list-ops': ValueError: Expected 2 operand" in err
+    assert "tpu-xdsl list-ops: internal error: ValueError: Expected 2 operand" in err
     assert "Traceback" not in err
 
 

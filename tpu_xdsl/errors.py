@@ -5,6 +5,15 @@
 EXIT_INTERNAL = 3
 
 
+def internal_error_line(tool: str, error: BaseException) -> str:
+    """The one line a command prints for an exception that is its own fault."""
+    where = f"{type(error).__name__}: {error}".splitlines()[0]
+    return (
+        f"{tool}: internal error: {where}; this is a bug in tpu-xdsl: please report it "
+        "with the command line (--debug shows the traceback)"
+    )
+
+
 class TpuXdslError(Exception):
     """Base of every error caused by user input; the CLI prints it on one line."""
 

@@ -16,7 +16,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import DiagnosticException, ParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from tpu_xdsl.errors import EXIT_INTERNAL, TpuXdslError
+from tpu_xdsl.errors import EXIT_INTERNAL, TpuXdslError, internal_error_line
 from tpu_xdsl.universe import TPU_XDSL_UNIVERSE
 from tpu_xdsl.weights import attach_weights, save_weights, weights_of
 
@@ -92,12 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as e:  # noqa: BLE001 - any other exception is our bug, not the user's
         if debug:
             raise
-        where = f"{type(e).__name__}: {e}".splitlines()[0]
-        print(
-            f"tpu-opt: internal error: {where}; this is a bug in tpu-xdsl: please report "
-            "it with the command line (--debug shows the traceback)",
-            file=sys.stderr,
-        )
+        print(internal_error_line("tpu-opt", e), file=sys.stderr)
         return EXIT_INTERNAL
     return 0
 

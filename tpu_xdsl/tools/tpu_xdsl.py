@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from tpu_xdsl.errors import EXIT_INTERNAL, TpuXdslError
+from tpu_xdsl.errors import EXIT_INTERNAL, TpuXdslError, internal_error_line
 
 
 class UsageError(TpuXdslError):
@@ -370,12 +370,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as e:  # noqa: BLE001 - any other exception is our bug, not the user's
         if args.debug:
             raise
-        where = f"{type(e).__name__}: {e}".splitlines()[0]
-        print(
-            f"tpu-xdsl: internal error in '{args.command}': {where}; this is a bug in "
-            "tpu-xdsl: please report it with the command line (--debug shows the traceback)",
-            file=sys.stderr,
-        )
+        print(internal_error_line(f"tpu-xdsl {args.command}", e), file=sys.stderr)
         return EXIT_INTERNAL
 
 
