@@ -337,3 +337,24 @@ def test_a_constant_for_an_unknown_input_is_an_error():
     with pytest.raises(ConstantInputError) as error:
         import_onnx(sample_rate_model(), "m", [[1, 8], []], constant_inputs={"rate": 16000})
     assert "'rate', which is not an input of the model (inputs: x, sr)" in str(error.value)
+
+
+def test_steering_analysis_looks_inside_branches():
+    """A branch that reads `n` only as a Reshape target leaves `n` steering-only; a branch
+    that adds `k` to the data makes `k` data."""
+    then_branch = helper.make_graph(
+        [helper.make_node("Reshape", ["x", "n"], ["t"])], "then", [], [value("t")]
+    )
+    else_branch = helper.make_graph(
+        [helper.make_node("Cast", ["k"], ["kf"], to=TensorProto.FLOAT), helper.make_node("Add", ["x", "kf"], ["e0"]),
+         helper.make_node("Reshape", ["e0", "n"], ["e"])],
+        "else", [], [value("e")],
+    )
+    nodes = [helper.make_node("If", ["c"], ["y"], then_branch=then_branch, else_branch=else_branch)]
+    model = make_model(
+        nodes,
+        [value("x", shape=[2, 3]), value("n", TensorProto.INT64, [2]), value("k", TensorProto.INT64, []),
+         value("c", TensorProto.BOOL, [])],
+        [value("y")],
+    )
+    assert steering_only_inputs(model) == {"n", "c"}

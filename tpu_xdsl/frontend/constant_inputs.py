@@ -140,7 +140,13 @@ def steering_only_inputs(model: onnx.ModelProto) -> set[str]:
     from tpu_xdsl.frontend.onnx_importer import model_inputs
 
     graph = model.graph
-    data = {o.name for o in graph.output}
+    return {v.name for v in model_inputs(model)} - _data_names(graph, {o.name for o in graph.output})
+
+
+def _data_names(graph: onnx.GraphProto, data: set[str]) -> set[str]:
+    """The names (the graph's own and outer-scope ones) whose values flow into the
+    tensors `data`, walking the graph backwards."""
+    data = set(data)
     for node in reversed(graph.node):
         if not any(n in data for n in node.output if n):
             continue
@@ -150,8 +156,12 @@ def steering_only_inputs(model: onnx.ModelProto) -> set[str]:
                 data.add(name)
         for attr in node.attribute:
             for sub in (*([attr.g] if attr.HasField("g") else []), *attr.graphs):
-                data |= _outer_references(sub)
-    return {v.name for v in model_inputs(model)} - data
+                if node.op_type == "If":
+                    # A branch's outer reads are data only where they reach its outputs.
+                    data |= _data_names(sub, {o.name for o in sub.output})
+                else:
+                    data |= _outer_references(sub)
+    return data
 
 
 def _outer_references(graph: onnx.GraphProto) -> set[str]:
