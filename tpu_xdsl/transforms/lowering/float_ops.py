@@ -10,7 +10,7 @@ float mode, and the context records that fallback.
 from __future__ import annotations
 
 import numpy as np
-from xdsl.dialects.builtin import TensorType
+from xdsl.dialects.builtin import FloatAttr, TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import VarOperandDef, VarResultDef
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
@@ -74,10 +74,13 @@ class FloatOpLowering(RewritePattern):
             else:
                 result_types.append(self.result_type(op.results[index].type, dtype, op))
                 index += 1
+        attributes = dict(op.attributes)
+        if op.name == "top.clip":
+            attributes.update(storable_bounds(op, dtype))
         new = target.build(
             operands=operands,
             result_types=result_types,
-            attributes=dict(op.attributes),
+            attributes=attributes,
             properties=dict(op.properties),
         )
         rewriter.replace(op, new)
@@ -99,3 +102,22 @@ class FloatOpLowering(RewritePattern):
                 "such ops (indices, masks, integer math) do not lower yet"
             )
         return t
+
+
+def storable_bounds(op: Operation, dtype: np.dtype) -> dict[str, Attribute]:
+    """A clip's nonzero bounds that round to 0 in the storage type (F.normalize's eps 1e-12
+    in f16), as the type's smallest nonzero value of the same sign: a clip that keeps a
+    denominator positive still does (x / 0 is inf or NaN where x / eps is what ONNX gives)."""
+    import ml_dtypes
+
+    changed: dict[str, Attribute] = {}
+    for key in ("min", "max"):
+        attr = op.attributes.get(key)
+        if not isinstance(attr, FloatAttr):
+            continue
+        value = float(attr.value.data)
+        if value == 0 or np.asarray(value, dtype=dtype) != 0:
+            continue
+        tiny = float(ml_dtypes.finfo(dtype).smallest_subnormal)
+        changed[key] = FloatAttr(float(np.copysign(tiny, value)), attr.type)
+    return changed
