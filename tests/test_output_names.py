@@ -86,7 +86,8 @@ def test_every_stage_keeps_the_onnx_output_names(small, flags, capsys):
                  "--test-reference", str(folder / "top.npz"), "-o", f"{stem}.tpumodel"]) == 0
 
     # The .tpumodel's descriptors and its runs, and the TPU .mlir's runs.
-    assert [d.name for d in load_model(f"{stem}.tpumodel").outputs] == OUTPUTS
+    compiled = load_model(f"{stem}.tpumodel")
+    assert ([d.name for d in compiled.inputs], [d.name for d in compiled.outputs]) == (["image"], OUTPUTS)
     runs = {"device": (f"{stem}.tpumodel", folder / f"{stem.name}_device.npz"),
             "tpu": (f"{stem}.mlir", folder / f"{stem.name}_tpu.npz")}
     for what, (source, dump) in runs.items():
