@@ -608,9 +608,6 @@ EXPECTED_FAILURES: dict[str, list[str]] = {
         'test_cumsum_2d_int32',
         'test_cumsum_2d_negative_axis',
     ],
-    'Einsum with a label repeated in one operand (a diagonal) is refused': [
-        'test_einsum_batch_diagonal',
-    ],
     'unsupported op: ImageDecoder': [
         'test_image_decoder_decode_bmp_rgb',
         'test_image_decoder_decode_jpeg2k_rgb',

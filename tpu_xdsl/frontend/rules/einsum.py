@@ -5,7 +5,8 @@ into batch (in both operands and kept), rows or columns (in one operand and kept
 contracted (in both, not kept), each operand is permuted to [batch, rows, contracted] or
 [batch, contracted, columns] and flattened to rank 3, and the product is unflattened and
 permuted to the labels asked for. A label that only one operand has and nothing keeps is
-summed first (`top.reduce`). More than two operands are contracted left to right, each
+summed first (`top.reduce`), and one repeated within an operand reads its diagonal
+(`top.slice` with a stride). More than two operands are contracted left to right, each
 step keeping the labels that a later operand or the output still needs. So the device runs
 Einsum on its matmul and data-movement paths, and INT8 gets the matmul's quantization.
 """
@@ -125,18 +126,39 @@ def _contract(ctx: NodeContext, a: _Operand, b: _Operand, keep: set[str]) -> _Op
     return _Operand(_reshape(ctx, product, [size[c] for c in labels]), labels, size)
 
 
+def _diagonal(ctx: NodeContext, x: _Operand) -> _Operand:
+    """x with each label repeated in it ('ii') taken once, along the diagonal: the repeated
+    dims moved last and flattened, then every (n^k - 1) / (n - 1)-th element of them."""
+    labels = x.labels
+    for c in dict.fromkeys(labels):
+        count = labels.count(c)
+        if count == 1:
+            continue
+        rest = "".join(d for d in labels if d != c)
+        order = [i for i, d in enumerate(labels) if d != c] + [i for i, d in enumerate(labels) if d == c]
+        n = x.sizes[c]
+        shape = [x.sizes[d] for d in rest]
+        (moved,) = ctx.emit("permute", [x.value], {"order": order}, shapes_=[[*shape, *[n] * count]])
+        flat = _reshape(ctx, moved, [*shape, n**count])
+        step = sum(n**k for k in range(count))  # from (i, i, ..., i) to (i+1, ..., i+1)
+        attrs = {"starts": [0], "ends": [n**count], "axes": [len(shape)], "steps": [step]}
+        (value,) = ctx.emit("slice", [flat], attrs, shapes_=[[*shape, n]])
+        labels = rest + c
+        x = _Operand(value, labels, x.sizes)
+    return x
+
+
 @onnx_rule("Einsum")
 def einsum(ctx: NodeContext) -> None:
-    """Einsum over float tensors (see the module docstring). A label repeated within one
-    operand (a diagonal, 'ii->i') and dims that broadcast (size 1 against n) are refused."""
+    """Einsum over float tensors (see the module docstring); a label repeated within one
+    operand ('ii->i') reads its diagonal. Dims that broadcast (size 1 against n) are
+    refused."""
     ranks = [ctx.rank(i) for i in range(ctx.num_inputs)]
     labels, output = _parse(ctx, ranks)
     sizes: dict[str, int] = {}
     for i, term in enumerate(labels):
         if is_integral(ctx.dtype(i)):
             raise ctx.error(f"input {i} is {ctx.dtype(i)}: only float Einsum is supported")
-        if len(set(term)) != len(term):
-            raise ctx.error(f"operand {i} repeats a label ('{term}'): diagonals are not supported")
         for c, d in zip(term, ctx.shape(i)):
             if sizes.setdefault(c, d) != d:
                 raise ctx.error(
@@ -146,7 +168,8 @@ def einsum(ctx: NodeContext) -> None:
     missing = [c for c in output if c not in sizes]
     if missing or len(set(output)) != len(output):
         raise ctx.error(f"output labels '{output}' must be distinct labels of the operands")
-    operands = [_Operand(ctx.input(i), term, sizes) for i, term in enumerate(labels)]
+    operands = [_diagonal(ctx, _Operand(ctx.input(i), term, sizes)) for i, term in enumerate(labels)]
+    labels = [x.labels for x in operands]
     result = _sum_out(ctx, operands[0], set(output) | set("".join(labels[1:])))
     for i in range(1, len(operands)):
         keep = set(output) | set("".join(labels[i + 1:]))
