@@ -26,6 +26,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from tpu_xdsl.errors import TpuXdslError
+from tpu_xdsl.frontend.registry import onnx_rule
 
 if TYPE_CHECKING:
     from tpu_xdsl.frontend.onnx_importer import NodeContext, OnnxImporter, OnnxValue
@@ -43,6 +44,8 @@ class _PoisonedBody(Exception):
     """A subgraph output was not imported (an op inside has no rule): the walk goes on."""
 
 
+@onnx_rule("If", "Loop")
+@onnx_rule("Scan", since=8)
 def import_control_flow(ctx: NodeContext) -> None:
     try:
         if ctx.op_type == "If":

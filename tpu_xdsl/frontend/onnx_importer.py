@@ -576,8 +576,7 @@ class OnnxImporter:
 
     def find_rule(self, node: onnx.NodeProto, opset: int) -> registry.Rule | None:
         domain, _ = self.opset_of(node)
-        # Rules of other domains register as "domain.OpType" (e.g. com.microsoft.QLinearAdd).
-        return registry.find_rule(f"{domain}.{node.op_type}" if domain else node.op_type, opset)
+        return registry.find_rule(node.op_type, opset, domain)
 
     def _record_unsupported(self, node: onnx.NodeProto, domain: str, opset: int) -> None:
         entry = self._unsupported.setdefault((domain, node.op_type), [opset, 0, _node_label(node)])
@@ -602,8 +601,6 @@ class OnnxImporter:
 
     def import_node(self, node: onnx.NodeProto, opset: int | None = None) -> None:
         """Import one node; `opset` overrides the model's (for nodes the importer builds)."""
-        from tpu_xdsl.frontend import control_flow
-
         domain, model_opset = self.opset_of(node)
         ctx = NodeContext(self, node, model_opset if opset is None else opset)
         for name in node.input:
@@ -617,10 +614,7 @@ class OnnxImporter:
                 self.producers[name] = node
         if self.try_fold(ctx, opset):
             return
-        if node.op_type in control_flow.OP_TYPES and domain == "":
-            rule: registry.Rule | None = control_flow.import_control_flow
-        else:
-            rule = self.find_rule(node, ctx.opset)
+        rule = self.find_rule(node, ctx.opset)
         if rule is None:
             if self.strict:
                 raise UnsupportedOpError(f"{ctx.where}: no import rule for ONNX op {node.op_type}")

@@ -76,6 +76,7 @@ def supported_op_types() -> list[str]:
 
 def load_all() -> dict[str, list[RuleEntry]]:
     """Import every rule module so the table is complete."""
+    from tpu_xdsl.frontend import control_flow  # noqa: F401  (If, Loop, Scan)
     from tpu_xdsl.frontend.rules import (  # noqa: F401
         activation,
         conv_pool,

@@ -783,11 +783,7 @@ def scatter_nd(ctx: NodeContext) -> None:
 def compress(ctx: NodeContext) -> None:
     """A gather of the positions where the (constant) condition holds; without
     `axis`, of the flattened input."""
-    condition = ctx.const(1)
-    if condition is None:
-        raise ctx.error(
-            "the condition (input 1) must be a constant: the output's shape depends on it"
-        )
+    condition = ctx.require_const(1, "the condition, which decides the output's shape,")
     x, source = _data(ctx), list(ctx.shape(0))
     axis = ctx.attr("axis")
     if axis is None:
