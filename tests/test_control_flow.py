@@ -358,3 +358,41 @@ def test_steering_analysis_looks_inside_branches():
         [value("y")],
     )
     assert steering_only_inputs(model) == {"n", "c"}
+
+
+def test_torch_scripted_loop_and_branch_match_onnxruntime():
+    """torch.jit.script exports a Python loop as Loop (trip count from a shape) and a
+    data-dependent `if` as If: unrolled, and both branches with a select."""
+    import io
+    import warnings
+
+    torch = pytest.importorskip("torch")
+
+    class Refine(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            h = x
+            for _ in range(x.size(1) // 2):
+                h = torch.tanh(self.fc(h)) + h
+            if x.sum() > 0:
+                h = h * 2
+            else:
+                h = h - 1
+            return h
+
+    torch.manual_seed(0)
+    x = torch.randn(2, 4)
+    buffer = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(torch.jit.script(Refine().eval()), (x,), buffer, opset_version=13, dynamo=False,
+                          input_names=["x"], output_names=["y"])
+    model = onnx.load_from_string(buffer.getvalue())
+    assert {"Loop", "If"} <= {n.op_type for n in model.graph.node}
+    for sign in (1.0, -1.0):
+        feeds = {"x": np.abs(x.numpy()) * sign}
+        _, top = import_and_run(model, feeds, input_shapes=[[2, 4]])
+        np.testing.assert_allclose(top["y"], onnxruntime_outputs(model, feeds)["y"], rtol=1e-5, atol=1e-6)
