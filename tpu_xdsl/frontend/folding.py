@@ -47,8 +47,10 @@ class NodeFolder:
         opsets = dict(self._opsets)
         if opset is not None:
             opsets[""] = opset
-        key = canonical.SerializeToString(deterministic=True) + repr(sorted(opsets.items())).encode()
-        evaluator = self._cache.get(key)
+        # A Constant's key would be its whole tensor, and it is evaluated once: not cached.
+        cached = node.op_type != "Constant"
+        key = canonical.SerializeToString(deterministic=True) + repr(sorted(opsets.items())).encode() if cached else b""
+        evaluator = self._cache.get(key) if cached else None
         if evaluator is None:
             graph = helper.make_graph(
                 [canonical],
@@ -66,7 +68,8 @@ class NodeFolder:
                 evaluator = ReferenceEvaluator(model)
             except Exception as e:
                 raise FoldError(_reason(e)) from e
-            self._cache[key] = evaluator
+            if cached:
+                self._cache[key] = evaluator
         named = {f"i{k}": value for k, value in enumerate(feeds) if node.input[k]}
         try:
             results = evaluator.run(None, named)  # type: ignore[attr-defined]
