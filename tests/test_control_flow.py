@@ -396,3 +396,14 @@ def test_torch_scripted_loop_and_branch_match_onnxruntime():
         feeds = {"x": np.abs(x.numpy()) * sign}
         _, top = import_and_run(model, feeds, input_shapes=[[2, 4]])
         np.testing.assert_allclose(top["y"], onnxruntime_outputs(model, feeds)["y"], rtol=1e-5, atol=1e-6)
+
+
+def test_input_shapes_may_list_the_constant_inputs_or_leave_them_out():
+    from tpu_xdsl.frontend.onnx_importer import ShapeBindingError
+
+    for shapes in ([[1, 8], []], [[1, 8]]):
+        result = import_onnx(sample_rate_model(), "m", shapes, constant_inputs={"sr": 16000})
+        assert result.input_names == ["x"]
+    with pytest.raises(ShapeBindingError) as error:
+        import_onnx(sample_rate_model(), "m", [[1, 8], [], [3]], constant_inputs={"sr": 16000})
+    assert "gives 3 shape(s) but the model has 1 input(s): x (and the constant input(s) sr)" in str(error.value)

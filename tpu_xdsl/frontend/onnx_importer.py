@@ -137,6 +137,7 @@ def bind_input_shapes(
         raise ShapeBindingError(
             f"--input-shapes gives {len(input_shapes)} shape(s) but the model has "
             f"{len(inputs)} input(s): {', '.join(v.name for v in inputs)}"
+            + (f" (and the constant input(s) {', '.join(sorted(constants))})" if constants else "")
         )
     bound = []
     for i, value in enumerate(inputs):
