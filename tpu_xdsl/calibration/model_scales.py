@@ -86,9 +86,12 @@ def is_model_calibrated(module) -> bool:
 
 
 def model_float_ops(module) -> list[str]:
-    """The first tensor name of each op of @main that the model keeps in float: one with a
-    float result or a float activation operand that has no scale of the model (onnxruntime
-    runs such an op in float between DequantizeLinear and QuantizeLinear)."""
+    """The first tensor name of each op of @main that the model computes in float: one with
+    a float result or a float activation operand that has no scale of the model
+    (onnxruntime runs such an op in float between DequantizeLinear and QuantizeLinear), and
+    a BatchNorm kept apart from its conv (`top.scale`): onnxruntime computes it in float
+    between its codes, and INT8's int32 bias steps would move a few codes that a BatchNorm's
+    large gains amplify further on."""
     from tpu_xdsl.dialects.quant_types import FLOAT_TYPES, calibration_of
     from tpu_xdsl.interp.runner import main_func, tensor_names
 
@@ -102,6 +105,8 @@ def model_float_ops(module) -> list[str]:
             continue
         activations = [v for v in op.operands if getattr(v.owner, "name", None) not in ("top.weight", "top.none")]
         names = tensor_names(op)
-        if names and (any(unscaled(r) for r in op.results) or any(unscaled(v) for v in activations)):
+        if not names:
+            continue
+        if op.name == "top.scale" or any(unscaled(r) for r in op.results) or any(unscaled(v) for v in activations):
             kept.append(names[0])
     return kept

@@ -176,16 +176,16 @@ def lower_top_to_tpu(
 
 
 def _keep_model_float_ops(module: ModuleOp, table: dict[str, str], chip) -> list[str]:
-    """Put the ops a pre-quantized model runs in float (no scale of the model on a tensor
-    they read or write) in the chip's most precise float mode, unless the quantize table
-    says otherwise; the note naming them."""
+    """Put the ops a pre-quantized model computes in float (`model_scales.model_float_ops`)
+    in the chip's most precise float mode, unless the quantize table says otherwise; the
+    note naming them."""
     mode = next(m for m in FLOAT_MODES if chip.supports(m))
     kept = [name for name in model_float_ops(module) if name not in table]
     table.update({name: mode for name in kept})
     if not kept:
         return []
     shown = ", ".join(kept[:4]) + (f" and {len(kept) - 4} more" if len(kept) > 4 else "")
-    return [f"{len(kept)} op(s) run in {mode} as the model keeps them in float (no scale of its own): {shown}"]
+    return [f"{len(kept)} op(s) run in {mode} as the pre-quantized model computes them in float: {shown}"]
 
 
 def _round_half_to_even(module: ModuleOp) -> None:

@@ -21,6 +21,7 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
 )
 
+from tpu_xdsl.dialects.quant_types import calibration_of
 from tpu_xdsl.transforms.matching import (
     attr,
     build,
@@ -91,6 +92,8 @@ class FoldBatchNorm(RewritePattern):
         fused = producer(source, "conv", "deconv", "matmul")
         if fused is None or not source.has_one_use():
             return
+        if calibration_of(source.type) is not None:
+            return  # a pre-quantized model rounds the output to its scale before the BatchNorm
         if fused.name == "top.matmul" and len(shape(source)) != 2:
             return
         st = scale_and_shift(self.module, op)
