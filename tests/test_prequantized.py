@@ -75,7 +75,7 @@ class _Feeds(CalibrationDataReader):
         return next(self._feeds, None)
 
 
-def _Reader() -> _Feeds:
+def _sample_feeds() -> _Feeds:
     return _Feeds([{"x": x} for x in _samples()])
 
 
@@ -93,7 +93,7 @@ def models(tmp_path_factory):
     ):
         made[tag] = folder / f"small_{tag}.onnx"
         quantize_static(
-            str(float_path), str(made[tag]), _Reader(), quant_format=fmt, per_channel=per_channel,
+            str(float_path), str(made[tag]), _sample_feeds(), quant_format=fmt, per_channel=per_channel,
             activation_type=act, weight_type=QuantType.QInt8,
         )
     made["dynamic"] = folder / "small_dynamic.onnx"
@@ -253,7 +253,7 @@ def test_weights_with_zero_points_are_named_in_a_note(models, tmp_path, capsys):
     the import says so, and INT8 stays close to onnxruntime."""
     path = tmp_path / "small_uint8_weights.onnx"
     quantize_static(
-        str(models["float"]), str(path), _Reader(), quant_format=QuantFormat.QDQ,
+        str(models["float"]), str(path), _sample_feeds(), quant_format=QuantFormat.QDQ,
         activation_type=QuantType.QUInt8, weight_type=QuantType.QUInt8,
     )
     capsys.readouterr()
@@ -335,7 +335,7 @@ def test_a_batchnorm_after_a_quantized_conv_is_not_folded(tmp_path):
     )
     float_path, path = tmp_path / "conv_bn.onnx", tmp_path / "conv_bn_qdq.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(float_path))
-    quantize_static(str(float_path), str(path), _Reader(), quant_format=QuantFormat.QDQ)
+    quantize_static(str(float_path), str(path), _sample_feeds(), quant_format=QuantFormat.QDQ)
     result = import_onnx(path)
     attach_weights(result.module, result.weights)
     canonicalize(result.module)
