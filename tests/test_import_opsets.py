@@ -9,6 +9,7 @@ Reshape of PyTorch's `x.view(x.size(0), -1)` said "the target shape must be a co
 
 from __future__ import annotations
 
+import functools
 import io
 import warnings
 
@@ -352,25 +353,33 @@ CHANGED_OPS = {
 CONVERTED_OPSETS = [9, 11, 12, 13, 18, 21]
 
 
-def _converted_cases():
+@functools.cache
+def _node_cases() -> list:
     from onnx.backend.test.case.node import collect_testcases
-
-    from tests.conformance.expected_failures import reason_for
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        cases = collect_testcases(None)
-    for case in cases:
-        nodes = case.model.graph.node
-        if len(nodes) == 1 and nodes[0].op_type in CHANGED_OPS and not reason_for(case.name):
-            yield pytest.param(case, id=case.name)
+        return collect_testcases(None)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("case", list(_converted_cases()))
-def test_onnx_cases_converted_to_other_opsets_match_the_reference(case):
+@pytest.mark.parametrize("op_type", sorted(CHANGED_OPS))
+def test_onnx_cases_converted_to_other_opsets_match_the_reference(op_type):
     """Each ONNX case of an op whose form changed, converted by onnx.version_converter to
     older and newer opsets, imports and equals ONNX's reference run on the converted model."""
+    from tests.conformance.expected_failures import reason_for
+
+    cases = [
+        case for case in _node_cases()
+        if len(case.model.graph.node) == 1 and case.model.graph.node[0].op_type == op_type
+        and not reason_for(case.name)
+    ]
+    assert cases
+    for case in cases:
+        _check_converted(case)
+
+
+def _check_converted(case) -> None:
     from onnx import version_converter
     from onnx.reference import ReferenceEvaluator
 
@@ -392,4 +401,28 @@ def test_onnx_cases_converted_to_other_opsets_match_the_reference(case):
             continue  # the converter keeps Pad's mode 'wrap', which only opset 19 has
         run_case(converted, data_sets, case.rtol, case.atol)
         checked += 1
-    assert checked > 0, "no opset to convert this case to"
+    assert checked > 0, f"{case.name}: no opset to convert it to"
+
+
+def test_model_local_functions_are_inlined():
+    """A node calling a model-local function (exporters write modules so) imports as the
+    function's body."""
+    body = [
+        helper.make_node("Mul", ["a", "a"], ["sq"]),
+        helper.make_node("Add", ["sq", "a"], ["out"]),
+    ]
+    function = helper.make_function(
+        "local.fns", "SquarePlus", ["a"], ["out"], body, [helper.make_opsetid("", 13)]
+    )
+    graph = helper.make_graph(
+        [helper.make_node("SquarePlus", ["x"], ["y"], domain="local.fns")],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )
+    model = helper.make_model(
+        graph, functions=[function], ir_version=8,
+        opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid("local.fns", 1)],
+    )
+    x = np.random.default_rng(4).standard_normal((2, 3)).astype(np.float32)
+    assert_matches_onnxruntime(model, {"x": x})

@@ -842,6 +842,11 @@ def import_onnx(
         model = load_model(path)
         model_name = model_name or path.stem
     name = model_name or (model.graph.name or "model")
+    if model.functions:
+        # Model-local functions (exporters write modules as functions) become their bodies.
+        from onnx import inliner
+
+        model = inliner.inline_local_functions(model, convert_version=True)
     bound = binding.typed_constants(model, constant_inputs or {})
     notes = [binding.bound_note(n, v, "--constant-inputs") for n, v in bound.items()]
     steering = binding.steering_only_inputs(model)
