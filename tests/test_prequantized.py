@@ -343,3 +343,40 @@ def test_a_batchnorm_after_a_quantized_conv_is_not_folded(tmp_path):
     assert "top.scale" in kinds and kinds.count("top.conv") == 1
     for x in _samples(2, seed=13):
         assert _cosine(_int8_output(path, x, asymmetric=True), _onnxruntime(path, x)) >= 0.999
+
+
+def test_cli_calibration_table_overrides_the_model_scales(models, tmp_path):
+    """An explicit --calibration-table replaces the model's scales (said in a note): the INT8
+    types carry the table's scales."""
+    from tests.test_cli_transform import tpu_xdsl
+    from tpu_xdsl.dialects.quant_types import calibration_of
+    from tpu_xdsl.interp.runner import main_func, tensor_names
+    from tpu_xdsl.ir_io import read_module
+
+    done = tpu_xdsl("transform", "--model-def", str(models["qdq"]), "--model-name", "small", "-o", str(tmp_path / "small.mlir"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    module = read_module(tmp_path / "small.mlir")
+    rows = {
+        name: calibration_of(value.type)
+        for op in main_func(module).body.block.ops
+        for name, value in zip(tensor_names(op), op.results)
+        if op.name != "top.weight" and calibration_of(value.type) is not None
+    }
+    # Symmetric thresholds 4x the model's: the table's scales are 4x the model's.
+    table = ["# op_name threshold min max"] + [
+        f"{name} {4 * max(abs(c.min), abs(c.max))} {4 * c.min} {4 * c.max}" for name, c in rows.items()
+    ]
+    (tmp_path / "table").write_text("\n".join(table) + "\n")
+    done = tpu_xdsl(
+        "deploy", str(tmp_path / "small.mlir"), "--quantize", "INT8", "--calibration-table", str(tmp_path / "table"),
+        "--per-tensor-activations", "-o", str(tmp_path / "small_int8.mlir"),
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "overrides the model's own scales" in done.stdout
+    assert "uses the model's own scales" not in done.stdout
+    lowered = read_module(tmp_path / "small_int8.mlir")
+    conv = next(op for op in main_func(lowered).body.block.ops if op.name == "tpu.conv")
+    scale = conv.results[0].type.encoding.scale.value.data  # type: ignore[attr-defined]
+    c = rows[tensor_names(conv)[0]]
+    expected = 4 * max(abs(c.min), abs(c.max)) / (128 if c.min < 0 else 256)
+    assert scale == pytest.approx(expected, rel=1e-6)

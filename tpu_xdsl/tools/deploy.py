@@ -250,7 +250,8 @@ def _model_scales_notes(module, table: str | None, asymmetric: bool) -> bool:
         return asymmetric
     print(
         "note: INT8 uses the model's own scales and zero points (its QuantizeLinear and QLinear ops) "
-        "as its calibration; --calibration-table would override them"
+        "as its calibration; --calibration-table would override them. TOP is the float network: "
+        "its comparison with INT8 shows the model's own quantization error"
     )
     found = (calibration_of(r.type) for op in main_func(module).body.block.ops for r in op.results)
     if asymmetric or not needs_asymmetric(c for c in found if c is not None):
