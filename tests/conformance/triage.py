@@ -22,7 +22,7 @@ from tests.conformance.harness import run_case
 TRAINING = {"Adagrad", "Adam", "Momentum", "Gradient", "NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss"}
 NON_TENSOR = {"SequenceEmpty", "SequenceInsert", "SequenceAt", "SequenceConstruct", "SequenceErase", "SequenceLength",
               "SequenceMap", "SplitToSequence", "ConcatFromSequence", "Optional", "OptionalHasElement",
-              "OptionalGetElement", "Loop", "If", "Scan"}
+              "OptionalGetElement"}
 STRINGS = {"StringNormalizer", "StringConcat", "StringSplit", "RegexFullMatch", "TfIdfVectorizer", "LabelEncoder"}
 
 
@@ -33,7 +33,7 @@ def classify(model, error: BaseException) -> str:
     if ops & TRAINING:
         return "training operators (gradients, optimizers, losses) are not inference"
     if ops & NON_TENSOR:
-        return "sequences, optionals and control flow (If/Loop/Scan) are not tensors with static shapes"
+        return "sequences and optionals (also as If/Loop values) are not tensors with static shapes"
     if ops & STRINGS or "string" in text.lower() or "dtype('<U" in text or "dtype('O')" in text or "dtype object" in text:
         return "string tensors are not supported"
     if "no IR element type" in text or "target element type" in text:
