@@ -328,18 +328,10 @@ def test_converted_to_newest_opset_matches_onnxruntime(net_name):
     from onnx import version_converter
 
     model, feeds = export(net_name, 17)
-    newest = min(onnx.defs.onnx_opset_version(), _newest_ort_opset())
+    newest = onnx.defs.onnx_opset_version()
     converted = version_converter.convert_version(model, newest)
     assert converted.opset_import[0].version == newest
     assert_matches_onnxruntime(converted, feeds)
-
-
-def _newest_ort_opset() -> int:
-    """onnxruntime runs models up to the opset it was built with."""
-    import onnxruntime
-
-    major, minor = (int(p) for p in onnxruntime.__version__.split(".")[:2])
-    return 21 if (major, minor) < (1, 20) else 23
 
 
 # -- ONNX's own cases, carried across opsets ---------------------------------------------------
