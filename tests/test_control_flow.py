@@ -13,6 +13,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from tpu_xdsl.errors import TpuXdslError
 from tpu_xdsl.frontend import control_flow
 from tpu_xdsl.frontend.constant_inputs import (
     ConstantInputError,
@@ -407,3 +408,21 @@ def test_input_shapes_may_list_the_constant_inputs_or_leave_them_out():
     with pytest.raises(ShapeBindingError) as error:
         import_onnx(sample_rate_model(), "m", [[1, 8], [], [3]], constant_inputs={"sr": 16000})
     assert "gives 3 shape(s) but the model has 1 input(s): x (and the constant input(s) sr)" in str(error.value)
+
+
+def test_unsupported_ops_after_a_failing_node_are_still_listed():
+    """A node whose rule fails (a MatMul of mismatched shapes) does not hide the op types
+    without a rule further on; with no such op, its own error is the one raised."""
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["bad"], name="bad_matmul"),
+        helper.make_node("Unique", ["x"], ["u"], name="unique"),
+    ]
+    initializers = [numpy_helper.from_array(np.ones((5, 2), np.float32), "w")]
+    model = make_model(nodes, [value("x", shape=[2, 3])], [value("bad"), value("u")], initializers, opset=13)
+    with pytest.raises(UnsupportedOpError, match=r"Unique \(opset 13, 1 node, first 'unique'\)"):
+        import_onnx(model, "m", [[2, 3]])
+    del model.graph.node[1], model.graph.output[1]
+    with pytest.raises(TpuXdslError) as error:
+        import_onnx(model, "m", [[2, 3]])
+    assert not isinstance(error.value, UnsupportedOpError)
+    assert "\n" not in str(error.value)

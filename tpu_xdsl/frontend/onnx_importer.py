@@ -355,7 +355,7 @@ class OnnxImporter:
         self._fed_inputs: set[str] = set()
         # Ops without a rule: (domain, op_type) -> (opset, count, first node's name).
         self._unsupported: dict[tuple[str, str], list[Any]] = {}
-        self._first_error: ImportRuleError | None = None
+        self._first_error: TpuXdslError | None = None
         # Values not imported because an earlier node failed (the walk goes on to find
         # every unsupported op).
         self._poisoned: set[str] = set()
@@ -551,7 +551,7 @@ class OnnxImporter:
                 self.import_node(node)
             except UnsupportedOpError:
                 raise
-            except ImportRuleError as e:
+            except TpuXdslError as e:  # a rule's or a shape rule's error: reported after the walk
                 if self._first_error is None:
                     self._first_error = e
                 self._note_unsupported_within(node)
