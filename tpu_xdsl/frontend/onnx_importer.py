@@ -622,7 +622,11 @@ class OnnxImporter:
             self._record_unsupported(node, domain, ctx.opset)
             self._poisoned.update(n for n in node.output if n)
             return
-        rule(ctx)
+        try:
+            rule(ctx)
+        except shapes.ShapeError as e:
+            # The TOP op's shape rule refused what the rule emitted: say which ONNX node.
+            raise ctx.error(str(e)) from e
         for i, name in enumerate(node.output):
             if name and name not in self.values:
                 raise ImportRuleError(f"{ctx.where}: the import rule did not produce output {i} '{name}'")
