@@ -189,7 +189,19 @@ def test_old_and_new_op_forms_match_onnxruntime(op, opset, attrs, consts, output
     assert_matches_onnxruntime(model, {"x": x})
 
 
-def test_batchnorm_before_opset_7_with_consumed_inputs_and_spatial():
+@pytest.mark.parametrize(
+    ("opset", "attrs"),
+    [
+        (1, {"is_test": 1, "spatial": 1, "consumed_inputs": [0, 0, 0, 1, 1]}),
+        (6, {"is_test": 1, "spatial": 1}),
+        (7, {"spatial": 1}),
+        (9, {}),
+        (15, {"training_mode": 0}),
+    ],
+)
+def test_batchnorm_attributes_of_every_opset(opset, attrs):
+    """consumed_inputs (opset 1-5), is_test (< 7), spatial (< 9), training_mode (14+);
+    the expected values are the inference formula computed here."""
     rng = np.random.default_rng(1)
     c = X.shape[1]
     consts = {
@@ -198,7 +210,7 @@ def test_batchnorm_before_opset_7_with_consumed_inputs_and_spatial():
         "mean": rng.standard_normal(c).astype(np.float32),
         "var": rng.uniform(0.5, 2, c).astype(np.float32),
     }
-    model = single_node("BatchNormalization", 6, {"x": X}, {"is_test": 1, "spatial": 1, "epsilon": 1e-3}, consts)
+    model = single_node("BatchNormalization", opset, {"x": X}, {**attrs, "epsilon": 1e-3}, consts)
     expected = (X - consts["mean"][:, None, None]) / np.sqrt(consts["var"][:, None, None] + 1e-3)
     expected = expected * consts["scale"][:, None, None] + consts["bias"][:, None, None]
     np.testing.assert_allclose(run_top(model, {"x": X})["y0"], expected, rtol=1e-5, atol=1e-5)
