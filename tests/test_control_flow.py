@@ -166,9 +166,12 @@ def select_model(then_op: str = "Relu", else_extra: onnx.NodeProto | None = None
     return make_model(nodes, [value("x", shape=[2, 3])], [value("y")], opset=13)
 
 
+@pytest.mark.parametrize("keepdims", [0, 1])
 @pytest.mark.parametrize("sign", [1.0, -1.0])
-def test_if_on_data_imports_both_branches_and_a_select(sign):
+def test_if_on_data_imports_both_branches_and_a_select(sign, keepdims):
+    """The condition is a scalar, or (keepdims) a [1, 1] tensor of one element."""
     model = select_model()
+    model.graph.node[0].attribute[0].i = keepdims
     x = (np.abs(RNG.standard_normal((2, 3))) * sign).astype(np.float32)
     result, top = import_and_run(model, {"x": x}, input_shapes=[[2, 3]])
     assert "top.where" in str(result.module)

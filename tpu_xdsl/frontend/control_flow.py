@@ -151,7 +151,7 @@ def import_if(ctx: NodeContext) -> None:
     blocker = _side_effect(then_graph) or _side_effect(else_graph)
     if blocker is not None:
         raise _runtime_condition_error(ctx, f"the branches cannot both run: {blocker}")
-    if ctx.value(0).shape not in ((), (1,)):
+    if int(np.prod(ctx.value(0).shape)) != 1:
         raise ctx.error(f"the condition has shape {list(ctx.value(0).shape)}; If needs a single boolean")
     checkpoint = importer.checkpoint()
     importer.strict += 1
