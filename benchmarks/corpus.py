@@ -213,11 +213,11 @@ def build(name: str):
         settle = [torch.from_numpy(photo_batch(4, *size))]
         # The fifth photo: one the statistics were not settled on.
         example = (photo_batch(5, *size)[4:],)
+    if kind == "detection":  # settled through backbone and heads: the whole model in
+        model = BackboneHeads(name, model)  # train mode wants targets and computes losses
     settle_batchnorm(model, settle)
     if kind == "quantized":
         model = quantize(model, settle)
-    if kind == "detection":
-        model = BackboneHeads(name, model)
     if kind == "segmentation":
         model = Output(model, "out")
     if kind == "optical_flow":
