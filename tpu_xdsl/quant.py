@@ -185,8 +185,16 @@ def symmetric_scale(threshold: float, bits: int = 8) -> float:
 
 def quantize_tensor(x: np.ndarray, scale: float | np.ndarray, zero_point: int = 0,
                     dtype: np.dtype | type = np.int8, round_mode: str = "half_away_from_zero") -> np.ndarray:
-    """Float -> int8/uint8: sat(round(x / scale) + zero_point)."""
-    scaled = np.asarray(x, dtype=np.float64) / scale
+    """Float -> int8/uint8: sat(round(x / scale) + zero_point).
+
+    x / scale is float64, except half_to_even on float32 x: ONNX's QuantizeLinear rounds
+    the float32 quotient (pre-quantized models use this mode), and a float32 division
+    puts values exactly half-way between codes that float64 does not (pixels scaled by
+    2/255 with scale 2/255)."""
+    if round_mode == "half_to_even" and np.asarray(x).dtype == np.float32:
+        scaled = (np.asarray(x) / np.asarray(scale, dtype=np.float32)).astype(np.float64)
+    else:
+        scaled = np.asarray(x, dtype=np.float64) / scale
     if round_mode == "half_to_even":
         rounded = np.rint(scaled)
     elif round_mode == "half_away_from_zero":

@@ -629,16 +629,9 @@ def cast(inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultS
         # quantize_tensor is elementwise: in cache-sized blocks its float64 temporaries stay in cache.
         flat = x.astype(np.float32).reshape(-1)
         q = np.empty(flat.shape, dtype=out)
-        mode = round_mode(attrs)
         for i in range(0, flat.size, _ELEMENTWISE_BLOCK):
             block = slice(i, i + _ELEMENTWISE_BLOCK)
-            if mode == "half_to_even":
-                # ONNX's QuantizeLinear (pre-quantized models): the quotient is float32, so
-                # values a float32 division puts half-way between codes round as there.
-                quotient = np.rint(flat[block] / np.float32(scale_value))
-                q[block] = quantize_tensor(quotient, 1.0, zp, out, mode)
-                continue
-            q[block] = quantize_tensor(flat[block], scale_value, zp, out, mode)
+            q[block] = quantize_tensor(flat[block], scale_value, zp, out, round_mode(attrs))
         return [q.reshape(x.shape)]
     real = (x.astype(np.float32) - np.float32(zp)) * np.float32(scale_value)
     return [real.astype(out)]
