@@ -759,11 +759,6 @@ EXPECTED_FAILURES: dict[str, list[str]] = {
         'test_bitwise_not_3d',
         'test_bitwise_not_4d',
     ],
-    'unsupported op: DynamicQuantizeLinear': [
-        'test_dynamicquantizelinear',
-        'test_dynamicquantizelinear_max_adjusted',
-        'test_dynamicquantizelinear_min_adjusted',
-    ],
     'unsupported op: GatherND': [
         'test_gathernd_example_float32',
         'test_gathernd_example_int32',

@@ -556,6 +556,9 @@ def qlinear_concat(ctx: NodeContext) -> None:
 def dynamic_quantize_linear(ctx: NodeContext) -> None:
     """The float tensor goes on as its own codes with scale 1 and zero point 0, so that
     integer consumers and the Mul by their scales compute the float result."""
+    if any(ctx.has_output(i) and _is_graph_output(ctx, ctx.output_name(i)) for i in range(3)):
+        _dynamic_codes(ctx)  # the model's user reads the codes or scale: compute them
+        return
     state = quantization(ctx.importer)
     state.dynamic.append(ctx.node.name or ctx.output_name(0))
     ctx.set_output(0, ctx.input(0))
@@ -564,6 +567,40 @@ def dynamic_quantize_linear(ctx: NodeContext) -> None:
         ctx.set_const(1, np.array(1.0, F32))
     if ctx.has_output(2):
         ctx.set_const(2, np.array(0, np.uint8))
+
+
+def _dynamic_codes(ctx: NodeContext) -> None:
+    """DynamicQuantizeLinear as ONNX defines it, in TOP ops: scale = (max(x, 0) - min(x, 0))
+    / 255, zero point = sat(round(-min(x, 0) / scale)), y = sat(round(x / scale) + zero point)."""
+    from tpu_xdsl.frontend.rules.nn import output_as
+
+    shape = ctx.shape(0)
+    rank = len(shape)
+    ones = [1] * rank
+    x = ctx.input(0)
+
+    def const(value: float, tag: str) -> SSAValue:
+        return ctx.constant(np.full(ones, value, F32), tag)
+
+    every = {"axes": list(range(rank)), "keepdims": True}
+    (high,) = ctx.emit("reduce", [x], {"mode": "max", **every}, shapes_=[ones])
+    (low,) = ctx.emit("reduce", [x], {"mode": "min", **every}, shapes_=[ones])
+    (high,) = ctx.emit("max", [high, const(0.0, "zero")])
+    (low,) = ctx.emit("min", [low, const(0.0, "zero")])
+    (span,) = ctx.emit("sub", [high, low])
+    (scale,) = ctx.emit("div", [span, const(255.0, "levels")])
+    (zero,) = ctx.emit("div", [low, scale])
+    (zero,) = ctx.emit("neg", [zero])
+    (zero,) = ctx.emit("clip", [zero], {"min": 0.0, "max": 255.0})
+    (zero,) = ctx.emit("round", [zero])
+    (codes,) = ctx.emit("div", [x, scale])
+    (codes,) = ctx.emit("round", [codes])
+    (codes,) = ctx.emit("add", [codes, zero])
+    output_as(ctx, 0, "clip", [codes], {"min": 0.0, "max": 255.0}, shape=shape)
+    if ctx.has_output(1):
+        output_as(ctx, 1, "reshape", [scale], {"shape": []}, shape=[])
+    if ctx.has_output(2):
+        output_as(ctx, 2, "reshape", [zero], {"shape": []}, shape=[])
 
 
 def _integer_operand(ctx: NodeContext, i: int, zero_at: int, axis: int) -> tuple[str, float]:
