@@ -380,3 +380,15 @@ def test_cli_calibration_table_overrides_the_model_scales(models, tmp_path):
     c = rows[tensor_names(conv)[0]]
     expected = 4 * max(abs(c.min), abs(c.max)) / (128 if c.min < 0 else 256)
     assert scale == pytest.approx(expected, rel=1e-6)
+
+
+@pytest.mark.parametrize("tag", ["qdq", "qdq_channels", "qoperator", "dynamic"])
+def test_outputs_keep_their_onnx_names(models, tag):
+    """onnxruntime's quantized models end in `y_QuantizeLinear_Input` -> Q -> DQ -> `y`:
+    the TOP value the DequantizeLinear passes on takes the name `y`."""
+    from tpu_xdsl.interp.runner import output_names
+
+    result = import_onnx(models[tag])
+    assert output_names(result.module) == ["y"]
+    x = _samples(1, seed=2)[0]
+    assert list(run_module(result.module, {"x": x}, result.weights)) == ["y"]

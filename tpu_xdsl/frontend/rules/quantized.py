@@ -142,6 +142,7 @@ def attach_model_scales(importer: OnnxImporter, module: ModuleOp) -> None:
         if name in found.code_scales and value is not None and value.ssa is not None:
             found.scales.setdefault(value.ssa, found.code_scales[name])
     _rename_code_tensors(importer, main, found.renamed | _accumulator_tensors(importer.model, found.renamed))
+    _name_passed_on_outputs(importer, main)
     _mark_one_scale_weights(importer, main, found.one_scale_weights | _qdq_one_scale_weights(importer.model))
     calibrated = 0
     for op in main.body.block.ops:
@@ -180,6 +181,35 @@ def _shifted_weights(model: onnx.ModelProto) -> list[str]:
         if zero is not None and np.any(onnx.numpy_helper.to_array(zero) != 0):
             found.append(node.input[0])
     return found
+
+
+def _name_passed_on_outputs(importer: OnnxImporter, main) -> None:
+    """A graph output that a DequantizeLinear (or QuantizeLinear) passed on is its producer's
+    value, under the producer's tensor name: that value takes the output's name, so the
+    model's outputs keep their ONNX names (onnxruntime's QDQ models end in
+    `y_QuantizeLinear_Input` -> Q -> DQ -> `y`)."""
+    from xdsl.dialects.builtin import ArrayAttr
+    from xdsl.ir import Operation
+
+    from tpu_xdsl.interp.runner import tensor_names
+
+    passing = {"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear"}
+    producers = {out: node for node in importer.model.graph.node for out in node.output if out}
+    outputs = {v.name for v in importer.model.graph.output}
+    taken = {n for op in main.body.block.ops for n in tensor_names(op)}
+    ret = main.body.block.last_op
+    for value, info in zip(ret.operands, importer.model.graph.output):
+        node = producers.get(info.name)
+        owner = value.owner
+        if node is None or node.op_type not in passing or not isinstance(owner, Operation) or info.name in taken:
+            continue
+        names = tensor_names(owner)
+        index = list(owner.results).index(value)
+        if index >= len(names) or names[index] in outputs:
+            continue
+        names[index] = info.name
+        owner.attributes["names"] = ArrayAttr([StringAttr(n) for n in names])
+        taken.add(info.name)
 
 
 def _accumulator_tensors(model: onnx.ModelProto, integer_outputs: set[str]) -> set[str]:
