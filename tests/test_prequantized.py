@@ -392,3 +392,44 @@ def test_outputs_keep_their_onnx_names(models, tag):
     assert output_names(result.module) == ["y"]
     x = _samples(1, seed=2)[0]
     assert list(run_module(result.module, {"x": x}, result.weights)) == ["y"]
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # torch's TorchScript exporter: fake quantization exports there
+def test_torch_fake_quantized_export_matches_onnxruntime(tmp_path):
+    """A QAT-style network (torch fake quantization of activations per tensor and weights per
+    channel) exported by torch.onnx: QuantizeLinear/DequantizeLinear of float weights fold to
+    the dequantized weights, and INT8 with the model's scales matches onnxruntime."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+
+    class FakeQuantized(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c1, self.c2 = torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.Conv2d(8, 8, 3, padding=1)
+            self.fc = torch.nn.Linear(8, 4)
+
+        @staticmethod
+        def activation(x, scale, zero_point=0):
+            return torch.fake_quantize_per_tensor_affine(x, scale, zero_point, -128, 127)
+
+        @staticmethod
+        def weight(w):
+            scale = w.abs().amax(dim=tuple(range(1, w.ndim))) / 127
+            return torch.fake_quantize_per_channel_affine(w, scale, torch.zeros_like(scale, dtype=torch.int32), 0, -128, 127)
+
+        def forward(self, x):
+            x = self.activation(x, 2 / 255)
+            x = self.activation(torch.relu(torch.nn.functional.conv2d(x, self.weight(self.c1.weight), self.c1.bias, padding=1)), 0.02, -128)
+            x = self.activation(torch.nn.functional.conv2d(x, self.weight(self.c2.weight), self.c2.bias, padding=1), 0.03)
+            x = self.activation(x.mean(dim=(2, 3)), 0.01)
+            return torch.nn.functional.linear(x, self.weight(self.fc.weight), self.fc.bias)
+
+    net = FakeQuantized().eval()
+    for p in net.parameters():
+        p.requires_grad_(False)
+    x = torch.rand(1, 3, 16, 16) * 2 - 1
+    path = tmp_path / "fake_quantized.onnx"
+    torch.onnx.export(net, (x,), str(path), opset_version=13, input_names=["x"], output_names=["y"], dynamo=False)
+    assert any(n.op_type == "QuantizeLinear" for n in onnx.load(str(path)).graph.node)
+    for asymmetric in (False, True):
+        assert _cosine(_int8_output(path, x.numpy(), asymmetric), _onnxruntime(path, x.numpy())) >= 0.9999
