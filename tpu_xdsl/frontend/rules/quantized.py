@@ -143,7 +143,7 @@ def attach_model_scales(importer: OnnxImporter, module: ModuleOp) -> None:
             found.scales.setdefault(value.ssa, found.code_scales[name])
     _rename_code_tensors(importer, main, found.renamed | _accumulator_tensors(importer.model, found.renamed))
     _name_passed_on_outputs(importer, main)
-    _mark_one_scale_weights(importer, main, found.one_scale_weights | _qdq_one_scale_weights(importer.model))
+    _mark_one_scale_weights(importer, main, found.one_scale_weights | _qdq_one_scale_weights(importer))
     calibrated = 0
     for op in main.body.block.ops:
         for value in list(op.results):
@@ -237,14 +237,19 @@ def _rename_code_tensors(importer: OnnxImporter, main, names: set[str]) -> None:
         ])
 
 
-def _qdq_one_scale_weights(model: onnx.ModelProto) -> set[str]:
-    """Outputs of DequantizeLinear nodes of int8/uint8 initializers with one scale."""
-    codes = {t.name for t in model.graph.initializer if t.data_type in (onnx.TensorProto.INT8, onnx.TensorProto.UINT8)}
-    sizes = {t.name: int(np.prod(t.dims)) for t in model.graph.initializer}
-    return {
-        node.output[0] for node in model.graph.node
-        if node.op_type == "DequantizeLinear" and node.input[0] in codes and sizes.get(node.input[1]) == 1
-    }
+def _qdq_one_scale_weights(importer: OnnxImporter) -> set[str]:
+    """Outputs of DequantizeLinear nodes of constant int8/uint8 codes with one scale (an
+    initializer, or a QAT export's QuantizeLinear of a float weight, folded)."""
+    found = set()
+    for node in importer.model.graph.node:
+        if node.op_type != "DequantizeLinear" or len(node.input) < 2:
+            continue
+        codes, scale = importer.values.get(node.input[0]), importer.values.get(node.input[1])
+        if codes is None or scale is None or codes.const is None or scale.const is None:
+            continue
+        if codes.const.dtype in _CODE_TYPES and scale.const.size == 1:
+            found.add(node.output[0])
+    return found
 
 
 def _mark_one_scale_weights(importer: OnnxImporter, main, names: set[str]) -> None:
