@@ -155,6 +155,20 @@ def load_weights(module: ModuleOp, mlir_path: str | Path | None) -> Mapping[str,
         ) from e
 
 
+def model_rounding(module: ModuleOp):
+    """For the TOP module of a pre-quantized model, the rounding to its own scales
+    (`top_interpreter.ModelRounding`); None for any other module."""
+    from tpu_xdsl.calibration.model_scales import is_model_calibrated, needs_asymmetric
+    from tpu_xdsl.dialects.quant_types import calibration_of
+    from tpu_xdsl.interp.top_interpreter import ModelRounding
+
+    state = module.attributes.get("module.state")
+    if not is_model_calibrated(module) or not str(getattr(state, "data", "")).startswith("TOP"):
+        return None
+    found = (calibration_of(r.type) for op in main_func(module).body.block.ops for r in op.results)
+    return ModelRounding(needs_asymmetric(c for c in found if c is not None))
+
+
 class ModuleRunner:
     """Runs @main of one module many times (calibration, benchmarks), reusing the
     op implementations and their per-op caches between runs."""
@@ -164,7 +178,8 @@ class ModuleRunner:
         from tpu_xdsl.interp.tpu_interpreter import TpuFunctions, TpuGroupFunctions
 
         self.module = module
-        self.functions = [FuncFunctions(), TopFunctions(weights), TpuFunctions(), TpuGroupFunctions()]
+        rounding = model_rounding(module)
+        self.functions = [FuncFunctions(), TopFunctions(weights, rounding), TpuFunctions(), TpuGroupFunctions()]
         self.output_names = output_names(module)
 
     def run(

@@ -27,6 +27,74 @@ class InterpretError(Exception):
     """An op could not be executed (a bug or an unsupported case, not bad input)."""
 
 
+def _returned(value: Any) -> bool:
+    return any(use.operation.name == "func.return" for use in value.uses)
+
+
+class ModelRounding:
+    """What a pre-quantized model computes where it quantizes a tensor: its readers get
+    the value rounded to the model's own grid, (clip(round(x / S) + z) - z) * S, as
+    the QuantizeLinear/DequantizeLinear pair (or QLinear op) gives them in onnxruntime.
+
+    TOP of such a model (`model_scales.is_model_calibrated`) thus runs the model's
+    arithmetic. The tensor itself keeps its float value, as the ONNX tensor of that
+    name does before its QuantizeLinear, so transform compares like with like, and
+    INT8 (which stores exactly the rounded values) differs from TOP by one rounding
+    per tensor instead of the model's rounding accumulated over every layer.
+    """
+
+    def __init__(self, asymmetric: bool):
+        self.asymmetric = asymmetric
+        self._qparams: dict[Operation, list[Any]] = {}
+
+    def __call__(self, op: Operation, args: PythonValues) -> PythonValues:
+        """`op`'s operands as the model's quantized tensors reach it."""
+        if op not in self._qparams:
+            self._qparams[op] = [self._of(v) for v in op.operands]
+        qparams_list = self._qparams[op]
+        if len(qparams_list) != len(args) or all(q is None for q in qparams_list):
+            return args  # variadic operands arrive flattened: a list, left alone
+        rounded = []
+        for value, qparams in zip(args, qparams_list, strict=True):
+            if qparams is None or not isinstance(value, np.ndarray):
+                rounded.append(value)
+                continue
+            codes = qparams.quantize(value, "half_to_even")
+            rounded.append(qparams.dequantize(codes).astype(value.dtype, copy=False))
+        return tuple(rounded)
+
+    def returned(self, op: Operation, outputs: PythonValues) -> PythonValues:
+        """`op`'s results, those @main returns as the model holds them: a quantized graph
+        output is its DequantizeLinear's result in ONNX."""
+        return tuple(
+            self.held(r, v) if isinstance(v, np.ndarray) and _returned(r) else v
+            for r, v in zip(op.results, outputs, strict=True)
+        )
+
+    def held(self, value: Any, array: np.ndarray) -> np.ndarray:
+        """`array`, the TOP tensor of SSA value `value`, as the model holds it: rounded
+        to its scale where the model quantizes it (what an INT8 tensor stores)."""
+        qparams = self._of(value)
+        if qparams is None:
+            return array
+        return qparams.dequantize(qparams.quantize(np.asarray(array, np.float32), "half_to_even")).astype(np.float32)
+
+    def _of(self, value: Any) -> Any:
+        from tpu_xdsl.dialects.quant_types import calibration_of
+        from tpu_xdsl.quant import activation_qparams
+
+        t = value.type
+        owner = value.owner
+        if isinstance(owner, Operation) and owner.name == "top.weight":
+            return None  # weights hold the model's dequantized codes already
+        if not isinstance(t, TensorType) or numpy_dtype(t.element_type).kind != "f":
+            return None
+        calibration = calibration_of(t)
+        if calibration is None:
+            return None
+        return activation_qparams(calibration.threshold, calibration.min, calibration.max, self.asymmetric)
+
+
 def result_specs(op: Operation) -> list[ResultSpec]:
     specs = []
     for result in op.results:
@@ -83,7 +151,10 @@ def make_functions(dialect: Dialect, kernels: Mapping[str, Kernel], name: str):
             continue
 
         def run(self, interpreter: Interpreter, op: Operation, args: PythonValues, _k=kernels[kind]):
-            return _run_kernel(_k, op, args, self.static_cache)
+            rounding = getattr(self, "model_rounding", None)
+            if rounding is None:
+                return _run_kernel(_k, op, args, self.static_cache)
+            return rounding.returned(op, _run_kernel(_k, op, rounding(op, args), self.static_cache))
 
         namespace[f"run_{kind}"] = impl(op_class)(run)
     namespace["static_cache"] = None
@@ -98,9 +169,10 @@ _top_ops = {op.name: op for op in Top.operations}
 class TopFunctions(_TopKernelFunctions):
     """TOP op implementations; weights come from the module's weight file."""
 
-    def __init__(self, weights: Mapping[str, np.ndarray]):
+    def __init__(self, weights: Mapping[str, np.ndarray], model_rounding: ModelRounding | None = None):
         self.weights = weights
         self.static_cache: dict[Operation, Any] = {}
+        self.model_rounding = model_rounding
 
     @impl(_top_ops["top.input"])
     def run_input(self, interpreter: Interpreter, op: Operation, args: PythonValues):

@@ -82,6 +82,21 @@ def _read_top_module(path: str):
     return read_module(path)
 
 
+def _as_the_model_holds(module, reference: dict, asymmetric: bool) -> dict:
+    """TOP's tensors of a pre-quantized model rounded to the model's own scales where it
+    quantizes them, the reference its INT8 stage is compared with."""
+    from tpu_xdsl.interp.runner import main_func, tensor_names
+    from tpu_xdsl.interp.top_interpreter import ModelRounding
+
+    rounding = ModelRounding(asymmetric)
+    held = dict(reference)
+    for op in main_func(module).body.block.ops:
+        for name, result in zip(tensor_names(op), op.results):
+            if name in held:
+                held[name] = rounding.held(result, held[name])
+    return held
+
+
 def _read_reference(path: str, tensor_names: set[str]) -> dict:
     """The TOP tensors of `transform --test-result`; they must name tensors of this module."""
     import numpy as np
@@ -184,6 +199,10 @@ def deploy(args: argparse.Namespace) -> int:
     asymmetric = args.asymmetric
     if int8 and is_model_calibrated(module):
         asymmetric = _model_scales_notes(module, args.calibration_table, asymmetric)
+    if int8 and reference is not None and is_model_calibrated(module):
+        # INT8 stores a pre-quantized model's tensors as the model does (rounded to its
+        # scales); TOP keeps the float value each has before its QuantizeLinear.
+        reference = _as_the_model_holds(module, reference, asymmetric)
     imported = None
     if table is not None:
         imported = import_calibration(module, table, args.calibration_table)
@@ -250,8 +269,8 @@ def _model_scales_notes(module, table: str | None, asymmetric: bool) -> bool:
         return asymmetric
     print(
         "note: INT8 uses the model's own scales and zero points (its QuantizeLinear and QLinear ops) "
-        "as its calibration; --calibration-table would override them. TOP is the float network: "
-        "its comparison with INT8 shows the model's own quantization error"
+        "as its calibration; --calibration-table would override them. TOP's tensors are compared "
+        "as the model holds them, rounded to those scales"
     )
     found = (calibration_of(r.type) for op in main_func(module).body.block.ops for r in op.results)
     if asymmetric or not needs_asymmetric(c for c in found if c is not None):

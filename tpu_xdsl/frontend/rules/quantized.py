@@ -92,9 +92,8 @@ class ModelQuantization:
         if calibrated:
             lines.append(
                 f"the model's own scales and zero points calibrate {calibrated} tensor(s): "
-                "deploy --quantize INT8 uses them without a calibration table; TOP is the float "
-                "network, so its tensors differ from onnxruntime's on the quantized model by the "
-                "model's own rounding"
+                "deploy --quantize INT8 uses them without a calibration table; TOP rounds what "
+                "each quantized tensor's readers get to those scales, as onnxruntime does"
             )
         if self.unscaled:
             lines.append(
