@@ -555,7 +555,11 @@ def main() -> None:
         (folder / "table.md").write_text(text)
         if args.table:
             Path(args.table).write_text(text)
-    print(table([rows[n] for n in MODELS if n in rows]))
+    text = table([rows[n] for n in MODELS if n in rows])
+    (folder / "table.md").write_text(text)
+    if args.table:
+        Path(args.table).write_text(text)
+    print(text)
 
 
 if __name__ == "__main__":
