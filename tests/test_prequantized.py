@@ -432,3 +432,38 @@ def test_torch_fake_quantized_export_matches_onnxruntime(tmp_path):
     assert any(n.op_type == "QuantizeLinear" for n in onnx.load(str(path)).graph.node)
     for asymmetric in (False, True):
         assert _cosine(_int8_output(path, x.numpy(), asymmetric), _onnxruntime(path, x.numpy())) >= 0.9999
+
+
+def test_torch_quantized_export_casts_codes_to_uint8(tmp_path):
+    """torch's quantized models export QuantizeLinear -> Cast(UINT8) -> DequantizeLinear:
+    the Cast moves the codes unchanged (TOP cast the real values to uint8: 0/255)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    from tpu_xdsl.frontend.onnx_importer import import_onnx
+    from tpu_xdsl.interp.runner import run_module
+    from tpu_xdsl.weights import attach_weights, weights_of
+
+    inits = [numpy_helper.from_array(np.array(0.0375, np.float32), "s"),
+             numpy_helper.from_array(np.array(57, np.uint8), "z")]
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
+        helper.make_node("Cast", ["q"], ["q8"], to=TensorProto.UINT8),
+        helper.make_node("DequantizeLinear", ["q8", "s", "z"], ["d"]),
+        helper.make_node("Relu", ["d"], ["y"]),
+    ]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    x = np.linspace(-2.0, 6.0, 8, dtype=np.float32).reshape(1, 8)
+    expected = _onnxruntime_model(model, x)
+    result = import_onnx(model, "g")
+    attach_weights(result.module, result.weights)
+    got = run_module(result.module, {"x": x}, weights_of(result.module))["y"]
+    np.testing.assert_allclose(got, expected, atol=1e-6)
+
+
+def _onnxruntime_model(model, x: np.ndarray) -> np.ndarray:
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return session.run(None, {"x": x})[0]

@@ -281,6 +281,21 @@ _CODE_MOVING = {
 }
 
 
+def _casts_codes(node: onnx.NodeProto) -> bool:
+    """A Cast to an 8-bit integer type moves codes unchanged (torch's quantized export
+    writes QuantizeLinear -> Cast(UINT8) -> DequantizeLinear)."""
+    if node.op_type != "Cast":
+        return False
+    to = next((a.i for a in node.attribute if a.name == "to"), None)
+    return to in (onnx.TensorProto.INT8, onnx.TensorProto.UINT8)
+
+
+def passes_codes(ctx: NodeContext) -> bool:
+    """Whether `ctx`'s node is a Cast of a tensor TOP holds as real values (codes in
+    ONNX) to an 8-bit integer type: the same codes, so TOP's real values go on."""
+    return _casts_codes(ctx.node) and code_scale(ctx.importer, ctx.node.input[0]) is not None
+
+
 def code_scale(importer: OnnxImporter, name: str) -> float | None:
     """The scale of one code when ONNX tensor `name` holds integer codes that TOP holds as
     real values (passed on by a quantization op, or moved by a data-movement op), else None."""
@@ -290,7 +305,9 @@ def code_scale(importer: OnnxImporter, name: str) -> float | None:
     if state.producers is None:
         state.producers = {out: node for node in importer.model.graph.node for out in node.output if out}
     node = state.producers.get(name)
-    if node is None or node.domain not in ("", "ai.onnx") or node.op_type not in _CODE_MOVING:
+    if node is None or node.domain not in ("", "ai.onnx"):
+        return None
+    if node.op_type not in _CODE_MOVING and not _casts_codes(node):
         return None
     for source in node.input[:1] if node.op_type != "Concat" else node.input:
         scale = code_scale(importer, source) if source else None
