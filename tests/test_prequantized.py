@@ -7,6 +7,8 @@ float network built with onnx.helper; expected values come from onnxruntime.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import onnx
 import onnxruntime as ort
@@ -198,8 +200,10 @@ def test_cli_deploys_a_qdq_model_without_a_calibration_table(models, tmp_path):
         "deploy", str(tmp_path / "small.mlir"), "--quantize", "INT8", "--test-input", str(tmp_path / "x.npz"),
         "--test-reference", str(tmp_path / "top.npz"), "-o", str(tmp_path / "small_int8.tpumodel"),
     )
-    # INT8 is compared with TOP's tensors as the model holds them (rounded to its scales).
+    # INT8 is compared with TOP's tensors as the model holds them (rounded to its scales);
+    # the float input the TPU keeps is compared as it is.
     assert done.returncode == 0, done.stdout + done.stderr
+    assert re.search(r"^x\s+\S+\s+1\.000000\s+1\.000000\s+inf", done.stdout, re.MULTILINE), done.stdout
     assert "integer tensors equal, all pass" in done.stdout
     assert "uses the model's own scales" in done.stdout
     done = tpu_xdsl("run", str(tmp_path / "small_int8.tpumodel"), "--input", str(tmp_path / "x.npz"),

@@ -82,15 +82,18 @@ def _read_top_module(path: str):
     return read_module(path)
 
 
-def _as_the_model_holds(module, reference: dict, asymmetric: bool) -> dict:
+def _as_the_model_holds(module, reference: dict, asymmetric: bool, quant_input: bool) -> dict:
     """TOP's tensors of a pre-quantized model rounded to the model's own scales where it
-    quantizes them, the reference its INT8 stage is compared with."""
+    quantizes them, the reference its INT8 stage is compared with. Inputs stay float on
+    the TPU (and so in the reference) unless --quant-input makes them INT8."""
     from tpu_xdsl.interp.runner import main_func, tensor_names
     from tpu_xdsl.interp.top_interpreter import ModelRounding
 
     rounding = ModelRounding(asymmetric)
     held = dict(reference)
     for op in main_func(module).body.block.ops:
+        if op.name == "top.input" and not quant_input:
+            continue
         for name, result in zip(tensor_names(op), op.results):
             if name in held:
                 held[name] = rounding.held(result, held[name])
@@ -202,7 +205,7 @@ def deploy(args: argparse.Namespace) -> int:
     if int8 and reference is not None and is_model_calibrated(module):
         # INT8 stores a pre-quantized model's tensors as the model does (rounded to its
         # scales); TOP keeps the float value each has before its QuantizeLinear.
-        reference = _as_the_model_holds(module, reference, asymmetric)
+        reference = _as_the_model_holds(module, reference, asymmetric, args.quant_input)
     imported = None
     if table is not None:
         imported = import_calibration(module, table, args.calibration_table)
