@@ -77,6 +77,15 @@ def needs_asymmetric(calibrations: Iterable[Calibration]) -> bool:
     return any(c.min < 0 and c.min != -c.threshold for c in calibrations)
 
 
+def module_needs_asymmetric(module) -> bool:
+    """`needs_asymmetric` over every calibrated tensor of @main of a TOP module."""
+    from tpu_xdsl.dialects.quant_types import calibration_of
+    from tpu_xdsl.interp.runner import main_func
+
+    found = (calibration_of(r.type) for op in main_func(module).body.block.ops for r in op.results)
+    return needs_asymmetric(c for c in found if c is not None)
+
+
 def is_model_calibrated(module) -> bool:
     """Whether a TOP module's calibration is the model's own scales (a pre-quantized ONNX)."""
     from xdsl.dialects.builtin import StringAttr

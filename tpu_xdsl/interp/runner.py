@@ -158,15 +158,16 @@ def load_weights(module: ModuleOp, mlir_path: str | Path | None) -> Mapping[str,
 def model_rounding(module: ModuleOp):
     """For the TOP module of a pre-quantized model, the rounding to its own scales
     (`top_interpreter.ModelRounding`); None for any other module."""
-    from tpu_xdsl.calibration.model_scales import is_model_calibrated, needs_asymmetric
-    from tpu_xdsl.dialects.quant_types import calibration_of
+    from tpu_xdsl.calibration.model_scales import (
+        is_model_calibrated,
+        module_needs_asymmetric,
+    )
     from tpu_xdsl.interp.top_interpreter import ModelRounding
 
     state = module.attributes.get("module.state")
     if not is_model_calibrated(module) or not str(getattr(state, "data", "")).startswith("TOP"):
         return None
-    found = (calibration_of(r.type) for op in main_func(module).body.block.ops for r in op.results)
-    return ModelRounding(needs_asymmetric(c for c in found if c is not None))
+    return ModelRounding(module_needs_asymmetric(module))
 
 
 class ModuleRunner:

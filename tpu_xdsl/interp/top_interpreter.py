@@ -27,10 +27,6 @@ class InterpretError(Exception):
     """An op could not be executed (a bug or an unsupported case, not bad input)."""
 
 
-def _returned(value: Any) -> bool:
-    return any(use.operation.name == "func.return" for use in value.uses)
-
-
 class ModelRounding:
     """What a pre-quantized model computes where it quantizes a tensor: its readers get
     the value rounded to the model's own grid, (clip(round(x / S) + z) - z) * S, as
@@ -45,31 +41,20 @@ class ModelRounding:
 
     def __init__(self, asymmetric: bool):
         self.asymmetric = asymmetric
-        self._qparams: dict[Operation, list[Any]] = {}
+        # Per op, found once: its operands' and its returned results' quantization.
+        self._qparams: dict[Operation, tuple[list[Any], list[Any]]] = {}
 
     def __call__(self, op: Operation, args: PythonValues) -> PythonValues:
         """`op`'s operands as the model's quantized tensors reach it."""
-        if op not in self._qparams:
-            self._qparams[op] = [self._of(v) for v in op.operands]
-        qparams_list = self._qparams[op]
-        if len(qparams_list) != len(args) or all(q is None for q in qparams_list):
+        operands, _ = self._of_op(op)
+        if len(operands) != len(args):
             return args  # variadic operands arrive flattened: a list, left alone
-        rounded = []
-        for value, qparams in zip(args, qparams_list, strict=True):
-            if qparams is None or not isinstance(value, np.ndarray):
-                rounded.append(value)
-                continue
-            codes = qparams.quantize(value, "half_to_even")
-            rounded.append(qparams.dequantize(codes).astype(value.dtype, copy=False))
-        return tuple(rounded)
+        return _rounded(args, operands)
 
     def returned(self, op: Operation, outputs: PythonValues) -> PythonValues:
         """`op`'s results, those @main returns as the model holds them: a quantized graph
         output is its DequantizeLinear's result in ONNX."""
-        return tuple(
-            self.held(r, v) if isinstance(v, np.ndarray) and _returned(r) else v
-            for r, v in zip(op.results, outputs, strict=True)
-        )
+        return _rounded(outputs, self._of_op(op)[1])
 
     def held(self, value: Any, array: np.ndarray) -> np.ndarray:
         """`array`, the TOP tensor of SSA value `value`, as the model holds it: rounded
@@ -77,7 +62,17 @@ class ModelRounding:
         qparams = self._of(value)
         if qparams is None:
             return array
-        return qparams.dequantize(qparams.quantize(np.asarray(array, np.float32), "half_to_even")).astype(np.float32)
+        (rounded,) = _rounded((np.asarray(array, np.float32),), [qparams])
+        return rounded
+
+    def _of_op(self, op: Operation) -> tuple[list[Any], list[Any]]:
+        if op not in self._qparams:
+            returned = [
+                self._of(r) if any(use.operation.name == "func.return" for use in r.uses) else None
+                for r in op.results
+            ]
+            self._qparams[op] = ([self._of(v) for v in op.operands], returned)
+        return self._qparams[op]
 
     def _of(self, value: Any) -> Any:
         from tpu_xdsl.dialects.quant_types import calibration_of
@@ -93,6 +88,20 @@ class ModelRounding:
         if calibration is None:
             return None
         return activation_qparams(calibration.threshold, calibration.min, calibration.max, self.asymmetric)
+
+
+def _rounded(values: PythonValues, qparams_list: list[Any]) -> PythonValues:
+    """Each array rounded to its quantization's grid, (q - z) * S; others as they are."""
+    if all(q is None for q in qparams_list):
+        return values
+    rounded = []
+    for value, qparams in zip(values, qparams_list, strict=True):
+        if qparams is None or not isinstance(value, np.ndarray):
+            rounded.append(value)
+            continue
+        codes = qparams.quantize(value, "half_to_even")
+        rounded.append(qparams.dequantize(codes).astype(value.dtype, copy=False))
+    return tuple(rounded)
 
 
 def result_specs(op: Operation) -> list[ResultSpec]:

@@ -262,9 +262,7 @@ def deploy(args: argparse.Namespace) -> int:
 def _model_scales_notes(module, table: str | None, asymmetric: bool) -> bool:
     """Say which scales a pre-quantized model's INT8 uses; the asymmetric mode to use (the
     model's zero points need it when some lie inside the codes)."""
-    from tpu_xdsl.calibration.model_scales import SOURCE_ATTR, needs_asymmetric
-    from tpu_xdsl.dialects.quant_types import calibration_of
-    from tpu_xdsl.interp.runner import main_func
+    from tpu_xdsl.calibration.model_scales import SOURCE_ATTR, module_needs_asymmetric
 
     if table:
         del module.attributes[SOURCE_ATTR]  # the table's ranges are the calibration now
@@ -275,8 +273,7 @@ def _model_scales_notes(module, table: str | None, asymmetric: bool) -> bool:
         "as its calibration; --calibration-table would override them. TOP's tensors are compared "
         "as the model holds them, rounded to those scales"
     )
-    found = (calibration_of(r.type) for op in main_func(module).body.block.ops for r in op.results)
-    if asymmetric or not needs_asymmetric(c for c in found if c is not None):
+    if asymmetric or not module_needs_asymmetric(module):
         return asymmetric
     print("note: the model's zero points are not all 0: INT8 is asymmetric (uint8 with zero points), as --asymmetric")
     return True
