@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from xdsl.dialects.builtin import ModuleOp
@@ -49,12 +49,14 @@ class Options:
     bins: int = 2048
     tune_num: int = 0
     jobs: int = 1
+    search_threshold: bool = False  # per tensor, the method whose readers keep the best SQNR
 
 
 @dataclass
 class Result:
     table: CalibrationTable
     tuned: list[TuneResult]
+    searched: list = field(default_factory=list)  # threshold_search.SearchResult
 
 
 class _Worker:
@@ -204,6 +206,19 @@ def calibrate(
         advance = progress("tune", runs_needed(candidates, options.tune_num, len(samples)))
         tuned = tune(local.runner, samples, candidates, options.method, options.tune_num, advance)
         chosen.update({t.name: t.chosen for t in tuned})
+    searched = []
+    if options.search_threshold:
+        from tpu_xdsl.calibration.threshold_search import (
+            SEARCH_SAMPLES,
+            search_thresholds,
+        )
+
+        candidates = {n: {m: _threshold(m, histograms, n) for m in METHODS} for n in names if n not in ranges.integral}
+        samples = [local.loader.load(p) for p in dataset.paths[:SEARCH_SAMPLES]]
+        bounds = {n: (ranges.low[n], ranges.high[n]) for n in candidates}
+        advance = progress("search thresholds", len(samples))
+        searched = search_thresholds(local.runner, samples, candidates, bounds, options.method, advance)
+        chosen.update({s.name: s.chosen for s in searched})
     rows = [TableRow(n, chosen[n], ranges.low[n], ranges.high[n]) for n in names]
     channels = {
         n: (ranges.channel_low[n].tolist(), ranges.channel_high[n].tolist()) for n in names if n in ranges.channel_low
@@ -212,7 +227,9 @@ def calibrate(
         rows, channels, histogram_bins=options.bins, samples=len(dataset), tune_num=options.tune_num,
         method=options.method,
     )
-    return Result(table, tuned)
+    if options.search_threshold:
+        table.method = "search_threshold"
+    return Result(table, tuned, searched)
 
 
 def _threshold(method: str, histograms: TensorHistograms, name: str) -> float:

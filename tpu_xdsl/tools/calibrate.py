@@ -1,10 +1,22 @@
 """`tpu-xdsl calibrate`: per-tensor thresholds of a TOP module over a dataset (TPU-MLIR's run_calibration).
 
     tpu-xdsl calibrate N.mlir --dataset DIR | --data-list FILE --input-num 100 \\
-        --method kl|mse|max|percentile9999 [--tune-num 5] [--histogram-bins 2048] -o N_cali_table
+        --method kl|mse|max|percentile9999 [--tune-num 5] [--histogram-bins 2048] \\
+        [--search-threshold] [--we] [--bc [--bc-num 30] [--chip C] [--asymmetric]
+        [--per-tensor-activations]] [--model-output M.mlir] -o N_cali_table
 
-Everything is checked before the first interpreter run; the table is written
-only once complete (atomically), so an error leaves no file behind.
+`--we` (cross-layer weight equalization, `calibration.equalization`) and `--bc`
+(bias correction, `calibration.bias_correction`) change the TOP module's weights, as
+TPU-MLIR's run_calibration does; the input is never overwritten: the changed module is
+written beside the table as N_we.mlir, N_bc.mlir or N_we_bc.mlir (after the flags
+given; `--model-output` names it) with its N_..._weights.npz, and the table is that
+module's: deploy it with the table. Order: equalize, calibrate, correct the biases
+for the INT8 scheme deploy will use (`--chip`, `--asymmetric`,
+`--per-tensor-activations`), calibrate again (the corrected biases move the ranges).
+`--search-threshold` picks each tensor's method (`calibration.threshold_search`).
+
+Everything is checked before the first interpreter run; the table and the module are
+written only once complete (atomically), so an error leaves no file behind.
 """
 
 from __future__ import annotations
@@ -12,6 +24,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
+from collections import Counter
 from pathlib import Path
 
 from tpu_xdsl.errors import TpuXdslError
@@ -34,6 +48,18 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     c.add_argument("--tune-num", type=int, default=0, help="auto-tune the N tensors whose methods disagree most (default 0)")
     c.add_argument("--histogram-bins", type=int, default=2048, help="histogram bins per tensor (default 2048, at least 128)")
     c.add_argument("--jobs", type=int, default=None, help="worker processes (default: 2 on 2+ cores for 40+ samples, else 1)")
+    c.add_argument("--search-threshold", action="store_true",
+                   help="per tensor, the method (kl, mse, max, percentile9999) whose threshold gives its readers' outputs the best SQNR")
+    c.add_argument("--we", action="store_true",
+                   help="cross-layer weight equalization of conv -> (ReLU|identity|...) -> conv chains first; writes the equalized module")
+    c.add_argument("--bc", action="store_true",
+                   help="bias correction: fold each INT8 conv/matmul's mean error into its bias; writes the corrected module")
+    c.add_argument("--bc-num", type=int, default=30, help="samples bias correction measures on (default 30, at most --input-num)")
+    c.add_argument("--chip", default=None, help="with --bc: the chip deploy targets (default bm1684x)")
+    c.add_argument("--asymmetric", action="store_true", help="with --bc: deploy will use --asymmetric")
+    c.add_argument("--per-tensor-activations", action="store_true", help="with --bc: deploy will use --per-tensor-activations")
+    c.add_argument("--model-output", default=None,
+                   help="with --we/--bc: the TOP .mlir to write (default beside the table: N_we.mlir, N_bc.mlir, N_we_bc.mlir)")
     c.add_argument("-o", "--output", required=True, help="the calibration table to write")
     c.set_defaults(func=run)
     return c
@@ -77,6 +103,58 @@ def check_args(args: argparse.Namespace) -> None:
         raise CalibrateUsageError(f"-o {args.output}: folder {output.parent} does not exist")
     if output.resolve() == Path(args.model).resolve():
         raise CalibrateUsageError(f"-o {args.output}: would overwrite the model; name the table {output.stem}_cali_table")
+    if args.tune_num and args.search_threshold:
+        raise CalibrateUsageError("--tune-num and --search-threshold both choose thresholds per tensor; give one of them")
+    for flag, given in (("--chip", args.chip is not None), ("--asymmetric", args.asymmetric),
+                        ("--per-tensor-activations", args.per_tensor_activations)):
+        if given and not args.bc:
+            raise CalibrateUsageError(f"{flag} describes the INT8 scheme bias correction corrects for; give it with --bc")
+    if args.asymmetric and args.per_tensor_activations:
+        raise CalibrateUsageError("--asymmetric scales are per tensor already; give one of --asymmetric or --per-tensor-activations")
+    if args.model_output is not None and not (args.we or args.bc):
+        raise CalibrateUsageError("--model-output names the module --we or --bc writes; give it with one of them")
+    if args.bc:
+        from tpu_xdsl.calibration.bias_correction import MIN_SAMPLES
+
+        if args.bc_num < MIN_SAMPLES:
+            raise CalibrateUsageError(f"--bc-num {args.bc_num}: bias correction needs at least {MIN_SAMPLES} samples to measure mean shifts")
+        if args.input_num < MIN_SAMPLES:
+            raise CalibrateUsageError(
+                f"--bc with --input-num {args.input_num}: bias correction needs at least {MIN_SAMPLES} samples; give more"
+            )
+        from tpu_xdsl.device.chip import check_mode, chip_config
+
+        check_mode(chip_config(args.chip or "bm1684x"), "INT8")  # an unknown chip or one without INT8
+
+
+def model_output_path(args: argparse.Namespace) -> Path:
+    """Where --we/--bc write the changed TOP module: --model-output, or beside the table
+    as <model>_we.mlir, <model>_bc.mlir or <model>_we_bc.mlir."""
+    if args.model_output is not None:
+        path = Path(args.model_output)
+    else:
+        suffix = "_".join(flag for flag, given in (("we", args.we), ("bc", args.bc)) if given)
+        path = Path(args.output).parent / f"{Path(args.model).stem}_{suffix}.mlir"
+    flag = "--model-output" if args.model_output is not None else "--we/--bc"
+    if path.is_dir() or path.suffix != ".mlir":
+        raise CalibrateUsageError(f"{flag} {path}: name the TOP .mlir file to write")
+    if not path.parent.is_dir():
+        raise CalibrateUsageError(f"{flag} {path}: folder {path.parent} does not exist")
+    if path.resolve() == Path(args.model).resolve():
+        raise CalibrateUsageError(f"{flag} {path}: would overwrite the input model; name another file with --model-output")
+    if path.resolve() == Path(args.output).resolve():
+        raise CalibrateUsageError(f"{flag} {path}: is also the table (-o); name them apart")
+    return path
+
+
+def _check_weight_file(module, args: argparse.Namespace, path: Path) -> None:
+    """The changed module's weights must not land on the input's weight file."""
+    from xdsl.dialects.builtin import StringAttr
+
+    attr = module.attributes.get("module.weight_file")
+    weights = path.with_name(f"{path.stem}_weights.npz")
+    if isinstance(attr, StringAttr) and (Path(args.model).parent / attr.data).resolve() == weights.resolve():
+        raise CalibrateUsageError(f"{path}: its weights {weights} would overwrite the input model's; name another file with --model-output")
 
 
 def read_top_module(path: str):
@@ -118,28 +196,88 @@ def _progress(description: str, total: int):
 
 
 def run(args: argparse.Namespace) -> int:
-    from tpu_xdsl.calibration.calibrator import Options, calibrate
     from tpu_xdsl.calibration.dataset import Dataset
-    from tpu_xdsl.calibration.table import write_table
     from tpu_xdsl.interp.runner import main_func
 
     check_args(args)
     module = read_top_module(args.model)
     check_top_module(module, args.model)
     main_func(module)
+    model_output = None
+    if args.we or args.bc:
+        model_output = model_output_path(args)
+        _check_weight_file(module, args, model_output)
     if args.dataset is not None:
         dataset = Dataset.from_dir(args.dataset, args.input_num)
     else:
         dataset = Dataset.from_list(args.data_list, args.input_num)
     dataset.check(module)
-    options = Options(args.method, args.histogram_bins, args.tune_num, args.jobs or default_jobs(len(dataset)))
-    result = calibrate(args.model, dataset, options, _progress, module)
-    write_table(args.output, result.table)
+    if args.bc:
+        from tpu_xdsl.calibration.bias_correction import MIN_SAMPLES
+
+        if len(dataset) < MIN_SAMPLES:
+            raise CalibrateUsageError(
+                f"--bc: only {len(dataset)} sample(s) found; bias correction needs at least {MIN_SAMPLES} to measure mean shifts"
+            )
+    with tempfile.TemporaryDirectory() as work:
+        result = _calibrate_and_correct(args, module, dataset, Path(work), model_output)
     for t in result.tuned:
         change = "kept" if t.chosen == t.default else f"-> {t.chosen:.7f} ({t.chosen_method})"
         print(f"tuned {t.name}: {args.method} {t.default:.7f} {change}, output cosine "
               f"{t.default_cosine:.6f} -> {t.chosen_cosine:.6f}")
+    if args.search_threshold:
+        changed = [s for s in result.searched if s.chosen != s.default]
+        methods = Counter(s.chosen_method for s in changed)
+        print(f"search-threshold: {len(changed)} of {len(result.table.rows)} tensors take another method than "
+              f"{args.method}" + (f" ({', '.join(f'{m} {n}' for m, n in methods.items())})" if methods else ""))
     fewer = f" (only {len(dataset)} found)" if len(dataset) < args.input_num else ""
-    print(f"calibrated {len(result.table.rows)} tensors on {len(dataset)} samples{fewer} "
-          f"with {args.method}; wrote {args.output}")
+    method = "search-threshold" if args.search_threshold else args.method
+    wrote = f"{args.output}" + (f" and {model_output} ({model_output.stem}_weights.npz); deploy {model_output} with this table"
+                                if model_output is not None else "")
+    print(f"calibrated {len(result.table.rows)} tensors on {len(dataset)} samples{fewer} with {method}; wrote {wrote}")
     return 0
+
+
+def _calibrate_and_correct(args: argparse.Namespace, module, dataset, work: Path, model_output: Path | None):
+    """Equalize, calibrate, correct biases and calibrate again, as asked; write the table
+    and the changed module. A changed module is saved in `work` first: the calibration
+    workers read the module from a file."""
+    from tpu_xdsl.calibration.calibrator import Options, calibrate
+    from tpu_xdsl.calibration.table import write_table
+    from tpu_xdsl.ir_io import save_module
+    from tpu_xdsl.weights import attach_weights, weights_of
+
+    source = Path(args.model)
+    attach_weights(module, base_dir=source.parent)
+
+    def save_work_copy() -> Path:
+        path = work / f"{source.stem}.mlir"
+        save_module(module, path, weights_of(module))
+        return path
+
+    if args.we:
+        from tpu_xdsl.calibration.equalization import equalize
+
+        for line in equalize(module).lines():
+            print(line)
+        source = save_work_copy()
+    options = Options(args.method, args.histogram_bins, args.tune_num, args.jobs or default_jobs(len(dataset)),
+                      search_threshold=args.search_threshold)
+    result = calibrate(source, dataset, options, _progress, module)
+    if args.bc:
+        from tpu_xdsl.calibration.bias_correction import Scheme, bias_correct
+        from tpu_xdsl.calibration.dataset import SampleLoader
+
+        loader = SampleLoader(module)
+        samples = [loader.load(p) for p in dataset.paths[: args.bc_num]]
+        scheme = Scheme(args.chip or "bm1684x", args.asymmetric, args.per_tensor_activations)
+        report = bias_correct(module, result.table, samples, scheme, _progress("bias correction", len(samples)))
+        for line in report.lines():
+            print(line)
+        if report.corrected:  # the corrected biases move the ranges: calibrate the module deploy gets
+            source = save_work_copy()
+            result = calibrate(source, dataset, options, _progress, module)
+    if model_output is not None:
+        save_module(module, model_output, weights_of(module))
+    write_table(args.output, result.table)
+    return result

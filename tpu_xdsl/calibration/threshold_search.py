@@ -1,0 +1,154 @@
+"""Threshold search (`calibrate --search-threshold`): for each tensor, the method among kl,
+mse, max and percentile9999 whose threshold best keeps the outputs of the ops that read
+it (TPU-MLIR's search_threshold, made per tensor).
+
+A threshold is judged where its error lands: the tensor is quantized at the candidate
+threshold (symmetric per tensor as deploy quantizes it: S = T / 128, int8, or uint8
+when the tensor is never negative, `quant.activation_qparams`), every op that reads it
+is run again on the quantized tensor with its other operands in float, and the SQNR of
+those ops' outputs against their float outputs (10 log10 signal / noise energy, summed
+over the samples, averaged in dB over the readers) scores the candidate. A tensor only
+the model's outputs read is scored on itself. The method `--method` names is scored
+first and replaced only by a strictly better one.
+
+One TOP run per sample keeps every tensor; each candidate then costs a run of the
+readers only, so a search is about (distinct candidates) full runs per sample.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.interpreter import Interpreter, PythonValues
+from xdsl.ir import Operation, SSAValue
+
+from tpu_xdsl.interp.runner import ModuleRunner, main_func, tensor_names
+from tpu_xdsl.quant import activation_qparams
+
+SEARCH_SAMPLES = 8
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    name: str
+    default: float
+    chosen: float
+    chosen_method: str
+    default_sqnr: float
+    chosen_sqnr: float
+
+
+class _ValueCapture(Interpreter.Listener):
+    """Every result of every op by SSA value (weights too: readers are run again)."""
+
+    def __init__(self) -> None:
+        self.values: dict[SSAValue, object] = {}
+
+    def did_interpret_op(self, op: Operation, results: PythonValues) -> None:
+        for result, value in zip(op.results, results):
+            self.values[result] = value
+
+
+def fake_quantize(x: np.ndarray, threshold: float, low: float, high: float) -> np.ndarray:
+    """`x` quantized and dequantized as deploy's per-tensor symmetric INT8 would."""
+    qparams = activation_qparams(threshold, low, high, asymmetric=False)
+    return qparams.dequantize(qparams.quantize(x)).astype(x.dtype, copy=False)
+
+
+def _readers(value: SSAValue) -> list[Operation]:
+    """The ops that read `value` and can be run again alone (no regions, not the return)."""
+    found = []
+    for use in value.uses:
+        op = use.operation
+        if op.name != "func.return" and not op.regions and op not in found:
+            found.append(op)
+    return found
+
+
+def _energy(reference: np.ndarray, actual: np.ndarray) -> tuple[float, float]:
+    ref = np.asarray(reference, np.float64)
+    return float(np.sum(ref * ref)), float(np.sum((np.asarray(actual, np.float64) - ref) ** 2))
+
+
+def _sqnr(signal: float, noise: float) -> float:
+    if noise <= 0:
+        return float("inf")
+    if signal <= 0:
+        return float("-inf")
+    return 10 * float(np.log10(signal / noise))
+
+
+def search_thresholds(
+    runner: ModuleRunner,
+    samples: Sequence[Mapping[str, np.ndarray]],
+    candidates: Mapping[str, Mapping[str, float]],
+    ranges: Mapping[str, tuple[float, float]],
+    method: str,
+    progress: Callable[[int], None] = lambda n: None,
+) -> list[SearchResult]:
+    """For each tensor of `candidates` (name -> method -> threshold; `method` is the
+    default) with more than one distinct threshold, the best by the SQNR of its readers'
+    outputs over `samples`. `ranges` gives each tensor's (min, max)."""
+    producers: dict[str, SSAValue] = {}
+    for op in main_func(runner.module).body.block.ops:
+        for name, result in zip(tensor_names(op), op.results):
+            producers.setdefault(name, result)
+    searched = {n: c for n, c in candidates.items() if n in producers and len(set(c.values())) > 1}
+    if not searched:
+        return []
+    interpreter = Interpreter(runner.module)
+    for functions in runner.functions:
+        interpreter.register_implementations(functions)
+    # (name, threshold) -> per reader [signal, noise], summed over the samples
+    energy: dict[tuple[str, float], list[list[float]]] = {}
+    for sample in samples:
+        capture = _ValueCapture()
+        runner.run(sample, [capture])
+        values = capture.values
+        for name, options in searched.items():
+            value = producers[name]
+            x = values.get(value)
+            if not isinstance(x, np.ndarray) or x.dtype.kind != "f":
+                continue
+            readers = _readers(value)
+            low, high = ranges[name]
+            for threshold in set(options.values()):
+                quantized = fake_quantize(x, threshold, low, high)
+                scores = energy.setdefault((name, threshold), [[0.0, 0.0] for _ in range(max(1, len(readers)))])
+                if not readers:
+                    signal, noise = _energy(x, quantized)
+                    scores[0][0] += signal
+                    scores[0][1] += noise
+                    continue
+                for i, reader in enumerate(readers):
+                    args = tuple(quantized if operand is value else values[operand] for operand in reader.operands)
+                    outputs = interpreter.run_op(reader, args)
+                    for result, out in zip(reader.results, outputs):
+                        ref = values.get(result)
+                        if isinstance(ref, np.ndarray) and ref.dtype.kind == "f":
+                            signal, noise = _energy(ref, out)
+                            scores[i][0] += signal
+                            scores[i][1] += noise
+        progress(1)
+    results = []
+    for name, options in searched.items():
+        by_threshold: dict[float, str] = {options[method]: method}
+        for other, value in options.items():
+            by_threshold.setdefault(value, other)
+        scored = {}
+        for threshold in by_threshold:
+            readers = energy.get((name, threshold))
+            if readers is None:
+                break
+            scored[threshold] = float(np.mean([_sqnr(s, n) for s, n in readers]))
+        if len(scored) != len(by_threshold):
+            continue
+        default = options[method]
+        best = default
+        for threshold, score in scored.items():
+            if score > scored[best]:
+                best = threshold
+        results.append(SearchResult(name, default, best, by_threshold[best], scored[default], scored[best]))
+    return results
