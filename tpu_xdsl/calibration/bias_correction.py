@@ -127,14 +127,13 @@ def _top_name(value: SSAValue, top_names: set[str]) -> str | None:
 
 
 def _corrected_name(op: Operation, top_names: set[str]) -> str | None:
-    """The TOP tensor an INT8 tpu op computes: its name, or (an output renamed for the
-    cast back to float) the name of its only user, that cast."""
+    """The TOP tensor an INT8 tpu op computes: its name, or (a model output, renamed for
+    the cast back to float) the name of that cast."""
     names = tensor_names(op)
     if names and names[0] in top_names:
         return names[0]
-    users = [u.operation for u in op.results[0].uses]
-    if len(users) == 1 and users[0].name == "tpu.cast":
-        cast = tensor_names(users[0])
+    for use in op.results[0].uses:
+        cast = tensor_names(use.operation) if use.operation.name == "tpu.cast" else []
         if cast and cast[0] in top_names:
             return cast[0]
     return None
