@@ -280,3 +280,41 @@ def test_the_written_weights_never_land_on_the_input_weight_file(tmp_path, capsy
                        "--model-output", tmp_path / "out.mlir", "-o", tmp_path / "t")
     assert_one_line_error(code, err, "out_weights.npz", "would overwrite the input model's")
     assert {p.name: p.stat().st_mtime_ns for p in tmp_path.iterdir()} == before
+
+
+def upsampling_head(path: Path) -> Path:
+    """conv 3x3 -> ReLU -> deconv 2x2 stride 2 -> ReLU -> deconv 2x2 stride 2 -> ReLU ->
+    conv 1x1 (a DBNet-style head), channels 100x apart in range."""
+    rng = np.random.default_rng(5)
+    spread = np.logspace(-1, 1, 6).astype(np.float32)
+    w1 = rng.standard_normal((6, 3, 3, 3)).astype(np.float32) * spread[:, None, None, None]
+    d1 = rng.standard_normal((6, 4, 2, 2)).astype(np.float32) / spread[:, None, None, None]
+    d2 = rng.standard_normal((4, 5, 2, 2)).astype(np.float32) * np.array([0.1, 1, 10, 3, 0.3], np.float32)[None, :, None, None]
+    w3 = rng.standard_normal((2, 5, 1, 1)).astype(np.float32)
+    b = {n: (rng.standard_normal(c) * 0.1).astype(np.float32) for n, c in (("b1", 6), ("bd1", 4), ("bd2", 5))}
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("ConvTranspose", ["r1", "d1", "bd1"], ["u1"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Relu", ["u1"], ["ru1"]),
+        helper.make_node("ConvTranspose", ["ru1", "d2", "bd2"], ["u2"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Relu", ["u2"], ["ru2"]),
+        helper.make_node("Conv", ["ru2", "w3"], ["y"], kernel_shape=[1, 1]),
+    ]
+    initializers = [numpy_helper.from_array(a, n) for n, a in {"w1": w1, "d1": d1, "d2": d2, "w3": w3, **b}.items()]
+    graph = helper.make_graph(nodes, "head", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializers)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), path)
+    return path
+
+
+def test_transposed_convs_take_part_and_the_float_model_stays(tmp_path, capsys):
+    onnx_path = upsampling_head(tmp_path / "head.onnx")
+    module = load(transform(capsys, onnx_path, "head"))
+    inputs = [np.random.default_rng(20 + i).standard_normal((1, 3, 8, 8)).astype(np.float32) for i in range(2)]
+    report = equalize(module)
+    assert [p.names for p in report.pairs] == ["r1 -> ru1", "ru1 -> ru2", "ru2 -> y"]
+    assert report.spread_before > 50 and report.spread_after < report.spread_before / 10
+    after = [ModuleRunner(module, weights_of(module)).run({"x": x})["y"] for x in inputs]
+    for a, ref in zip(after, onnxruntime_outputs(onnx_path, inputs), strict=True):
+        assert relative(a, ref) < 1e-5

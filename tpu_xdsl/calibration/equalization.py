@@ -16,7 +16,8 @@ settle (the paper iterates too).
 A fused ReLU6 (relu_limit > 0) clips at one value for every channel; scaled channels
 would need one clip each (6 / s_c), which the op cannot hold, so such pairs are left
 alone (counted in the report). Depthwise and grouped convs take part: input channel c of
-conv2 is read by the output channels of its group only.
+conv2 is read by the output channels of its group only; so do transposed convs of one
+group (a detector's or segmenter's upsampling head: conv -> ReLU -> deconv).
 
 Only weights change (conv1's weights and bias, conv2's weights), in the module's weight
 table; a weight shared by several ops leaves its pair alone.
@@ -119,7 +120,7 @@ def find_pairs(module: ModuleOp) -> tuple[list[ConvPair], Counter[str]]:
         return is_weight(value) and readers[weight_name(value.owner)] == 1  # type: ignore[arg-type]
 
     for first in main_func(module).body.block.ops:
-        if first.name != "top.conv":
+        if not _equalizable(first):
             continue
         value, second, clipped = first.results[0], None, _clips(first)
         while (user := _sole_user(value)) is not None and user.name in HOMOGENEOUS_OPS:
@@ -128,7 +129,7 @@ def find_pairs(module: ModuleOp) -> tuple[list[ConvPair], Counter[str]]:
             clipped = clipped or _clips(user)
             value = user.results[0]
         user = _sole_user(value)
-        if user is not None and user.name == "top.conv" and user.operands[0] is value:
+        if user is not None and _equalizable(user) and user.operands[0] is value:
             second = user
         if second is None:
             continue
@@ -146,24 +147,42 @@ def find_pairs(module: ModuleOp) -> tuple[list[ConvPair], Counter[str]]:
     return pairs, skipped
 
 
-def pair_scales(w1: np.ndarray, w2: np.ndarray, group2: int) -> np.ndarray:
-    """s_c = sqrt(r1_c r2_c) / r2_c for each output channel c of conv1 (weights w1
-    [C, ...]) read by conv2 (weights w2 [O, C / group2, ...], `group2` groups). A channel
-    with a zero range on either side keeps s_c = 1."""
-    channels = w1.shape[0]
-    r1 = np.abs(w1.reshape(channels, -1)).max(axis=1).astype(np.float64)
-    per_group_in = w2.shape[1]
-    out_per_group = w2.shape[0] // group2
-    # r2 for input channel c = g * per_group_in + j: max |w2[o, j]| over o in group g.
-    grouped = np.abs(w2.reshape(group2, out_per_group, per_group_in, -1)).max(axis=(1, 3))
-    r2 = grouped.reshape(-1).astype(np.float64)
+def _equalizable(op: Operation) -> bool:
+    """A conv (any groups) or a transposed conv of one group (filter [C_in, C_out, k...]:
+    its channels are axis 1 out and axis 0 in)."""
+    return op.name == "top.conv" or (op.name == "top.deconv" and _int_attr(op, "group", 1) == 1)
+
+
+def _by_output_channel(op: Operation, w: np.ndarray) -> np.ndarray:
+    """The filter as [output channels, rest] (a view order, not a copy of the numbers)."""
+    if op.name == "top.deconv":
+        w = np.moveaxis(w, 1, 0)
+    return w.reshape(w.shape[0], -1)
+
+
+def scales_from_ranges(r1: np.ndarray, r2: np.ndarray) -> np.ndarray:
+    """s_c = sqrt(r1_c r2_c) / r2_c; a channel with a zero range on either side keeps 1."""
     with np.errstate(divide="ignore", invalid="ignore"):
         s = np.sqrt(r1 * r2) / r2
     return np.where((r1 > 0) & (r2 > 0) & np.isfinite(s), s, 1.0)
 
 
-def _range_spread(w: np.ndarray) -> float:
-    r = np.abs(w.reshape(w.shape[0], -1)).max(axis=1)
+def input_ranges(w2: np.ndarray, group2: int) -> np.ndarray:
+    """r2_c for each input channel c of a conv with weights w2 [O, C / group2, ...]:
+    channel c = g * (C / group2) + j is read by the rows of group g, column j."""
+    per_group_in, out_per_group = w2.shape[1], w2.shape[0] // group2
+    grouped = np.abs(w2.reshape(group2, out_per_group, per_group_in, -1)).max(axis=(1, 3))
+    return grouped.reshape(-1).astype(np.float64)
+
+
+def pair_scales(w1: np.ndarray, w2: np.ndarray, group2: int) -> np.ndarray:
+    """The scales of conv1 (weights w1 [C, ...]) read by conv2 (weights w2
+    [O, C / group2, ...], `group2` groups)."""
+    r1 = np.abs(w1.reshape(w1.shape[0], -1)).max(axis=1).astype(np.float64)
+    return scales_from_ranges(r1, input_ranges(w2, group2))
+
+
+def _range_spread(r: np.ndarray) -> float:
     r = r[r > 0]
     return float(r.max() / r.min()) if r.size else 1.0
 
@@ -174,17 +193,26 @@ def _apply(module: ModuleOp, pair: ConvPair) -> float:
     w1_name, w2_name = weight_name(pair.first.operands[1].owner), weight_name(pair.second.operands[1].owner)  # type: ignore[arg-type]
     w1 = np.asarray(weights[w1_name], np.float64)
     w2 = np.asarray(weights[w2_name], np.float64)
-    group2 = _int_attr(pair.second, "group", 1)
-    if w2.shape[0] % group2 or w2.shape[1] * group2 != w1.shape[0]:
-        return 0.0  # shapes that do not chain (the verifier would have said so)
-    s = pair_scales(w1, w2, group2)
-    shape1 = (-1,) + (1,) * (w1.ndim - 1)
+    first_axis = 1 if pair.first.name == "top.deconv" else 0
+    channels = w1.shape[first_axis]
+    r1 = np.abs(_by_output_channel(pair.first, w1)).max(axis=1)
+    if pair.second.name == "top.deconv":  # input channels on axis 0
+        if w2.shape[0] != channels:
+            return 0.0
+        s = scales_from_ranges(r1, np.abs(w2.reshape(channels, -1)).max(axis=1))
+        weights[w2_name] = (w2 * s.reshape((-1,) + (1,) * (w2.ndim - 1))).astype(np.float32)
+    else:
+        group2 = _int_attr(pair.second, "group", 1)
+        if w2.shape[0] % group2 or w2.shape[1] * group2 != channels:
+            return 0.0  # shapes that do not chain (the verifier would have said so)
+        s = scales_from_ranges(r1, input_ranges(w2, group2))
+        # Input channel c of conv2 is column c % per_group_in of the rows of group c // per_group_in.
+        out_per_group, per_group_in = w2.shape[0] // group2, w2.shape[1]
+        scaled = w2.reshape(group2, out_per_group, per_group_in, -1) * s.reshape(group2, 1, per_group_in)[..., None]
+        weights[w2_name] = scaled.reshape(w2.shape).astype(np.float32)
+    shape1 = [1] * w1.ndim
+    shape1[first_axis] = -1
     weights[w1_name] = (w1 / s.reshape(shape1)).astype(np.float32)
-    # Input channel c of conv2 is column c % per_group_in of the rows of group c // per_group_in.
-    out_per_group, per_group_in = w2.shape[0] // group2, w2.shape[1]
-    s2 = s.reshape(group2, 1, per_group_in)
-    scaled = w2.reshape(group2, out_per_group, per_group_in, -1) * s2[..., None]
-    weights[w2_name] = scaled.reshape(w2.shape).astype(np.float32)
     bias = pair.first.operands[2]
     if is_weight(bias):
         b_name = weight_name(bias.owner)  # type: ignore[arg-type]
@@ -203,7 +231,8 @@ def equalize(module: ModuleOp) -> EqualizationReport:
     weights = weights_of(module)
 
     def spread() -> float:
-        return max(_range_spread(np.asarray(weights[weight_name(p.first.operands[1].owner)])) for p in pairs)  # type: ignore[arg-type]
+        return max(_range_spread(np.abs(_by_output_channel(p.first, np.asarray(weights[weight_name(p.first.operands[1].owner)]))).max(axis=1))  # type: ignore[arg-type]
+                   for p in pairs)
 
     report.spread_before = spread()
     for iteration in range(1, MAX_ITERATIONS + 1):
