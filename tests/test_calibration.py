@@ -302,12 +302,18 @@ def test_per_channel_ranges_stream_and_merge():
     first, second = TensorRanges(), TensorRanges()
     for i, p in enumerate(parts):
         (first if i % 2 else second).add("t", p)
-        (first if i % 2 else second).add("rank3", p[0])  # rank 3: no per-channel ranges
+        (first if i % 2 else second).add("rank3", p[0])  # [3, 4, 5]: channels along axis 1
+        (first if i % 2 else second).add("last", p[0], axis=2)  # features-last: along axis 2
+        (first if i % 2 else second).add("rank1", p.reshape(-1))  # rank 1: no channels
     first.merge(second)
     whole = np.concatenate(parts, axis=0)
     np.testing.assert_array_equal(first.channel_low["t"], whole.min(axis=(0, 2, 3)))
     np.testing.assert_array_equal(first.channel_high["t"], whole.max(axis=(0, 2, 3)))
-    assert "rank3" not in first.channel_low
+    rank3 = np.stack([p[0] for p in parts])
+    np.testing.assert_array_equal(first.channel_low["rank3"], rank3.min(axis=(0, 1, 3)))
+    np.testing.assert_array_equal(first.channel_high["last"], rank3.max(axis=(0, 1, 2)))
+    assert first.channel_axis == {"last": 2}
+    assert "rank1" not in first.channel_low
     # A tensor whose channel count changes between samples gets none.
     first.add("t", rng.standard_normal((1, 4, 2, 2)).astype(np.float32))
     assert "t" not in first.channel_low and "t" in first.low

@@ -10,7 +10,7 @@
   2^24 and in float64 below 2^53 (DESIGN.md section 8); numpy integer matmul
   is 60-100x slower.
 - `QParams` / `ChannelQParams`: how a tensor is quantized (one scale and zero
-  point, or one scale per channel), and `activation_qparams` /
+  point, or one scale per channel of an axis), and `activation_qparams` /
   `channel_qparams`, which choose them from calibrated ranges; weight and bias
   quantization.
 """
@@ -337,23 +337,28 @@ def quantize_multipliers(scales: np.ndarray | list[float], bits: int = 31) -> tu
 
 @dataclass(frozen=True, eq=False)
 class ChannelQParams(_Codes):
-    """Symmetric quantization with one scale per channel of axis 1: real = q * scales[c].
+    """Symmetric quantization with one scale per channel of `axis`: real = q * scales[c].
 
-    The chip keeps channel c in lane c % npu_num, so per-channel factors cost
-    nothing: consumers fold them into their weights or per-channel multipliers.
+    The axis is 1 for [N, C, ...] tensors and the last axis for features-last
+    [N, L, C] tensors (matmul outputs and what follows them). The chip keeps
+    channel c of axis 1 in lane c % npu_num, so per-channel factors along axis 1
+    cost nothing: consumers fold them into their weights or per-lane multipliers;
+    along the last axis they are a vector each lane reads (docs/quantization.md).
     """
 
     scales: np.ndarray
     dtype: np.dtype | type = np.int8
     zero_point: int = 0
+    axis: int = 1
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "scales", np.asarray(self.scales, dtype=np.float64).reshape(-1))
         object.__setattr__(self, "dtype", np.dtype(self.dtype))
+        object.__setattr__(self, "axis", int(self.axis))
 
     def shaped(self, ndim: int) -> np.ndarray:
-        """The scales shaped to broadcast along axis 1 of an `ndim`-d tensor."""
-        return self.scales.reshape([1, -1] + [1] * (ndim - 2))
+        """The scales shaped to broadcast along `axis` of an `ndim`-d tensor."""
+        return self.scales.reshape(channel_shape(ndim, self.axis))
 
     def quantize(self, x: np.ndarray, round_mode: str = "half_away_from_zero") -> np.ndarray:
         x = np.asarray(x)
@@ -364,7 +369,14 @@ class ChannelQParams(_Codes):
         return dequantize_tensor(q, self.shaped(q.ndim), 0)
 
 
-def channel_qparams(low: np.ndarray, high: np.ndarray, threshold: float) -> ChannelQParams:
+def channel_shape(ndim: int, axis: int = 1) -> tuple[int, ...]:
+    """How a vector with one entry per channel of `axis` broadcasts against an `ndim`-d tensor."""
+    shape = [1] * max(ndim, 1)
+    shape[axis % max(ndim, 1)] = -1
+    return tuple(shape)
+
+
+def channel_qparams(low: np.ndarray, high: np.ndarray, threshold: float, axis: int = 1) -> ChannelQParams:
     """Per-channel symmetric quantization from per-channel calibrated ranges: channel c's
     threshold T_c = max(|min_c|, |max_c|), at least `threshold` / 128 (so that no channel
     is finer than 1/128 of the tensor's range, which bounds the weights folded with
@@ -372,5 +384,5 @@ def channel_qparams(low: np.ndarray, high: np.ndarray, threshold: float) -> Chan
     low, high = np.asarray(low, np.float64), np.asarray(high, np.float64)
     channel = np.maximum(np.maximum(np.abs(low), np.abs(high)), threshold / 128)
     if np.all(low >= 0):
-        return ChannelQParams(channel / 256, np.uint8)
-    return ChannelQParams(channel / 128, np.int8)
+        return ChannelQParams(channel / 256, np.uint8, axis=axis)
+    return ChannelQParams(channel / 128, np.int8, axis=axis)

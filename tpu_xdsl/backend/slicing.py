@@ -11,7 +11,8 @@ A box is a tuple of (start, size) per dim. Families:
 
 - elementwise: operands broadcast against the output (numpy rules), or along
   axis 1 for per-channel vectors (scale, batch_norm, per-channel cast scales,
-  lookup-table rows);
+  lookup-table rows; along `channel_axis` when the op has one, the last axis
+  of a features-last INT8 tensor);
 - window (conv, max_pool, avg_pool): N, output channels and output rows (3-D: frames
   and rows); input rows with the window's halo, the pads moved to the slice's edges;
 - deconv: N, output channels and output rows through the transposed window;
@@ -197,8 +198,9 @@ def _broadcast_box(shape: Sequence[int], out_box: Box) -> Box:
 
 def _elementwise(op: OpShape, out_box: Box) -> SlicePlan:
     out = op.results[0]
-    channels = out[1] if len(out) > 1 else 1
-    crange = _channel_range(out_box)
+    axis = int(op.attrs.get("channel_axis", 1) or 1) % max(len(out), 1)
+    channels = out[axis] if len(out) > 1 else 1
+    crange = out_box[axis] if len(out_box) > 1 else (0, 1)
     boxes: list[Box | None] = []
     for index, shape in enumerate(op.operands):
         if shape is None:

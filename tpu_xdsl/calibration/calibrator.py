@@ -225,7 +225,7 @@ def calibrate(
     }
     table = CalibrationTable(
         rows, channels, histogram_bins=options.bins, samples=len(dataset), tune_num=options.tune_num,
-        method=options.method,
+        method=options.method, channel_axes={n: a for n, a in ranges.channel_axis.items() if n in channels},
     )
     if options.search_threshold:
         table.method = "search_threshold"

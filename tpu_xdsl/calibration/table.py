@@ -14,12 +14,15 @@
 Lines starting with `#` are comments; every other non-blank line is one
 tensor: its name (no whitespace), the symmetric threshold, then min and max.
 
-Per-channel ranges (axis 1 of tensors of rank 2 and 4, for per-channel
-activation scales) follow in comment lines, which TPU-MLIR's reader skips:
+Per-channel ranges (for per-channel activation scales) follow in comment
+lines, which TPU-MLIR's reader skips:
 
     #channel conv1 3 -1.2000000 0.9000000 -0.5000000 2.1000000 0.0000000 0.7000000
+    #channel:2 fc1 2 -0.3000000 0.3000000 -250.0000000 310.0000000
 
-the name, the channel count C, then min and max of each channel.
+the name, the channel count C, then min and max of each channel; the
+channels are along axis 1, or along the axis after `#channel:` (the last axis
+of a features-last tensor [N, L, C]).
 """
 
 from __future__ import annotations
@@ -49,13 +52,14 @@ class TableRow:
 @dataclass
 class CalibrationTable:
     rows: list[TableRow]
-    # name -> (per-channel min, per-channel max), axis 1
+    # name -> (per-channel min, per-channel max), along axis 1 or the one `channel_axes` names
     channels: dict[str, tuple[list[float], list[float]]] = field(default_factory=dict)
     histogram_bins: int | None = None
     samples: int | None = None
     tune_num: int | None = None
     method: str | None = None
     generated: str = field(default_factory=lambda: str(datetime.datetime.now()))
+    channel_axes: dict[str, int] = field(default_factory=dict)  # when not axis 1
 
     def by_name(self) -> dict[str, TableRow]:
         return {row.name: row for row in self.rows}
@@ -74,10 +78,15 @@ class CalibrationTable:
         for row in self.rows:
             lines.append(f"{row.name} {row.threshold:.7f} {row.min:.7f} {row.max:.7f}")
         if self.channels:
-            lines += ["###", "# per-channel ranges (axis 1): #channel op_name channels min_0 max_0 min_1 max_1 ..."]
+            lines += [
+                "###",
+                "# per-channel ranges (axis 1, or #channel:AXIS): #channel op_name channels min_0 max_0 min_1 max_1 ...",
+            ]
         for name, (low, high) in self.channels.items():
             pairs = " ".join(f"{lo:.7f} {hi:.7f}" for lo, hi in zip(low, high, strict=True))
-            lines.append(f"{CHANNEL_PREFIX} {name} {len(low)} {pairs}")
+            axis = self.channel_axes.get(name, 1)
+            prefix = CHANNEL_PREFIX if axis == 1 else f"{CHANNEL_PREFIX}:{axis}"
+            lines.append(f"{prefix} {name} {len(low)} {pairs}")
         return "\n".join(lines) + "\n"
 
 
@@ -120,7 +129,7 @@ def read_table(path: str | Path) -> CalibrationTable:
     fix = "fix the line or make the table again with tpu-xdsl calibrate"
     for number, line in enumerate(text.splitlines(), start=1):
         stripped = line.strip()
-        if stripped.startswith(CHANNEL_PREFIX + " "):
+        if stripped.startswith((CHANNEL_PREFIX + " ", CHANNEL_PREFIX + ":")):
             _read_channels(table, stripped, f"{path}:{number}", fix)
             continue
         if stripped.startswith("#"):
@@ -159,13 +168,17 @@ def read_table(path: str | Path) -> CalibrationTable:
 
 
 def _read_channels(table: CalibrationTable, line: str, where: str, fix: str) -> None:
-    fields = line.split()[1:]
+    prefix, *fields = line.split()
     try:
+        axis = int(prefix.partition(":")[2] or 1)
+        if axis < 1:
+            raise ValueError
         name, count = fields[0], int(fields[1])
         values = [float(v) for v in fields[2:]]
     except (IndexError, ValueError):
         raise CalibrationTableError(
-            f"{where}: expected '{CHANNEL_PREFIX} name channels min max ...' with numbers: {line[:60]!r}; {fix}"
+            f"{where}: expected '{CHANNEL_PREFIX} name channels min max ...' with numbers "
+            f"('{CHANNEL_PREFIX}:AXIS ...', AXIS 1 or more, for another axis than 1): {line[:60]!r}; {fix}"
         ) from None
     if count < 1 or len(values) != 2 * count:
         raise CalibrationTableError(
@@ -176,6 +189,8 @@ def _read_channels(table: CalibrationTable, line: str, where: str, fix: str) -> 
     if name in table.channels:
         raise CalibrationTableError(f"{where}: per-channel ranges of '{name}' are listed twice; {fix}")
     table.channels[name] = (values[0::2], values[1::2])
+    if axis != 1:
+        table.channel_axes[name] = axis
 
 
 def _read_header(table: CalibrationTable, line: str) -> None:

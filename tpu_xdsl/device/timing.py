@@ -10,7 +10,8 @@
   per output: a multiply-add per tap on each lane's execution units.
 - Everything else works elementwise on the lanes: ceil(C / lanes) * ceil(N*H*W /
   elements per EU) cycles per pass over the output (pooling: a pass per tap;
-  transcendental and normalization ops: several passes).
+  transcendental and normalization ops: several passes; INT8 per-channel
+  factors along the last axis, `channel_axis`: one more).
 - Compute instructions add a fixed issue latency.
 """
 
@@ -150,6 +151,10 @@ def compute_cycles(chip: ChipConfig, instruction: Compute) -> int:
             )
         return chip.compute_latency + cycles
     passes = _PASSES.get(kind, 1)
+    if int(attrs.get("channel_axis", 1) or 1) != 1:
+        # Per-channel factors along the last axis vary inside each lane (lanes hold axis 1):
+        # one more pass reads them as a vector instead of one value per lane.
+        passes += 1
     if kind in ("max_pool", "avg_pool"):
         passes = int(np.prod(attrs["kernel_shape"]))
     if kind == "reduce":

@@ -1,10 +1,10 @@
 """Calibrated and quantized tensor types: the tensor encodings `#top.calibrated` and `#tpu.uniform`.
 
     tensor<1x16x8x8xf32, #top.calibrated<threshold, min, max>>   a calibrated float tensor
-    tensor<1x16x8x8xf32, #top.channel_calibrated<threshold, min, max, "entry">>
+    tensor<1x16x8x8xf32, #top.channel_calibrated<threshold, min, max, "entry", axis>>
                                                                  ... with per-channel ranges
     tensor<1x16x8x8xi8, #tpu.uniform<scale, zero_point>>         an INT8 tensor: (q - zp) * scale
-    tensor<1x16x8x8xi8, #tpu.channel_uniform<"entry">>           q * scales[c] along axis 1
+    tensor<1x16x8x8xi8, #tpu.channel_uniform<"entry", axis>>     q * scales[c] along `axis`
 
 The element type says int8 (`i8`) or uint8 (`ui8`). Per-channel arrays live in
 the weight file under the entry the encoding names, so the IR stays small.
@@ -40,12 +40,14 @@ FLOAT_TYPES = (Float32Type, Float16Type, BFloat16Type, Float64Type)
 @dataclass(frozen=True)
 class Calibration:
     """One row of a calibration table: the symmetric threshold, the observed min and max;
-    `ranges` names the weight entry [2, C] of per-channel min and max, if any."""
+    `ranges` names the weight entry [2, C] of per-channel min and max, if any, with the
+    channels along `axis`."""
 
     threshold: float
     min: float
     max: float
     ranges: str | None = None
+    axis: int = 1
 
 
 def _encoding(t: Attribute) -> Attribute | None:
@@ -70,6 +72,7 @@ def calibration_of(t: Attribute) -> Calibration | None:
             encoding.min.value.data,  # type: ignore[attr-defined]
             encoding.max.value.data,  # type: ignore[attr-defined]
             encoding.ranges.data,  # type: ignore[attr-defined]
+            encoding.axis.value.data,  # type: ignore[attr-defined]
         )
     return None
 
@@ -81,7 +84,7 @@ def calibrated_type(t: TensorType, calibration: Calibration) -> TensorType:
     if calibration.ranges is None:
         encoding = CalibratedAttr(*values)
     else:
-        encoding = ChannelCalibratedAttr(*values, StringAttr(calibration.ranges))
+        encoding = ChannelCalibratedAttr(*values, StringAttr(calibration.ranges), IntegerAttr(calibration.axis, i64))
     return TensorType(t.element_type, t.get_shape(), encoding)
 
 
@@ -102,7 +105,11 @@ def qparams_of(t: Attribute, weights: Mapping[str, np.ndarray] | None = None) ->
         assert isinstance(t, TensorType)
         if weights is None:
             raise ValueError("per-channel quantization: the scales are in the weight table; pass it")
-        return ChannelQParams(np.asarray(weights[encoding.scales.data]), numpy_dtype(t.element_type))  # type: ignore[attr-defined]
+        return ChannelQParams(
+            np.asarray(weights[encoding.scales.data]),  # type: ignore[attr-defined]
+            numpy_dtype(t.element_type),
+            axis=encoding.axis.value.data,  # type: ignore[attr-defined]
+        )
     return None
 
 
@@ -122,7 +129,8 @@ def quantized_type(
     if isinstance(qparams, ChannelQParams):
         if scales_entry is None:
             raise ValueError("a per-channel quantized type needs the weight entry of its scales")
-        return TensorType(element_type(qparams.dtype), list(shape), ChannelUniformAttr(StringAttr(scales_entry)))
+        encoding = ChannelUniformAttr(StringAttr(scales_entry), IntegerAttr(qparams.axis, i64))
+        return TensorType(element_type(qparams.dtype), list(shape), encoding)
     encoding = UniformAttr(FloatAttr(qparams.scale, f64), IntegerAttr(qparams.zero_point, i64))
     return TensorType(element_type(qparams.dtype), list(shape), encoding)
 

@@ -28,6 +28,7 @@ class ChannelCalibratedAttr(ParametrizedAttribute):
     min : "FloatAttr"
     max : "FloatAttr"
     ranges : "StringAttr"
+    axis : "IntegerAttr"
 
 
 class InputOp(IRDLOperation):

@@ -25,6 +25,7 @@ class UniformAttr(ParametrizedAttribute):
 
 class ChannelUniformAttr(ParametrizedAttribute):
     scales : "StringAttr"
+    axis : "IntegerAttr"
 
 
 class LgInfoAttr(ParametrizedAttribute):

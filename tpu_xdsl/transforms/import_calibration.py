@@ -4,8 +4,8 @@ Every float tensor of @main whose name has a row in the table gets the type
 `tensor<..., #top.calibrated<threshold, min, max>>` (TPU-MLIR's calibrated
 type), so the ranges are visible in the `.mlir` and INT8 lowering reads them
 from the IR. Per-channel ranges, when the table has them, go to the weight
-file ([2, C]: min, max) and the type names the entry:
-`#top.channel_calibrated<threshold, min, max, "conv1_channel_ranges">`. The
+file ([2, C]: min, max) and the type names the entry and the channel axis:
+`#top.channel_calibrated<threshold, min, max, "conv1_channel_ranges", 1>`. The
 module state becomes TOP_CALIBRATED.
 
 A table without rows for most of the module's tensors was made for another
@@ -71,17 +71,18 @@ def _is_float_tensor(t) -> bool:
     return isinstance(t, TensorType) and isinstance(t.element_type, FLOAT_TYPES)
 
 
-def _channel_ranges(module: ModuleOp, name: str, t: TensorType, table: CalibrationTable) -> str | None:
-    """The weight entry holding the tensor's per-channel [min; max], added when the table
-    has them for a tensor of that channel count."""
+def _channel_ranges(module: ModuleOp, name: str, t: TensorType, table: CalibrationTable) -> tuple[str | None, int]:
+    """The weight entry holding the tensor's per-channel [min; max] and their axis, added
+    when the table has them for a tensor of that channel count along that axis."""
     found = table.channels.get(name)
     shape = t.get_shape()
-    if found is None or len(shape) < 2 or len(found[0]) != shape[1]:
-        return None
+    axis = table.channel_axes.get(name, 1)
+    if found is None or not 1 <= axis < len(shape) or len(found[0]) != shape[axis]:
+        return None, 1
     store = weights_of(module)
     entry = store.unique_name(f"{name}_channel_ranges")
     store[entry] = np.array(found, dtype=np.float32)
-    return entry
+    return entry, axis
 
 
 def import_calibration(module: ModuleOp, table: CalibrationTable, source: str) -> CalibrationImport:
@@ -99,8 +100,9 @@ def import_calibration(module: ModuleOp, table: CalibrationTable, source: str) -
             if row is None:
                 result.missing.append(name)
                 continue
-            ranges = _channel_ranges(module, name, value.type, table)  # type: ignore[arg-type]
-            new_type = calibrated_type(value.type, Calibration(row.threshold, row.min, row.max, ranges))  # type: ignore[arg-type]
+            ranges, axis = _channel_ranges(module, name, value.type, table)  # type: ignore[arg-type]
+            calibration = Calibration(row.threshold, row.min, row.max, ranges, axis)
+            new_type = calibrated_type(value.type, calibration)  # type: ignore[arg-type]
             Rewriter.replace_value_with_new_type(value, new_type)
             result.calibrated.append(name)
     if len(result.missing) > len(result.calibrated):

@@ -18,6 +18,10 @@ zero), adds `output_zero_point` and saturates to the result type:
 - cast: float -> int quantizes with `scale`/`zero_point`, int -> float
   dequantizes; requant: multiplier/shift on an integer tensor.
 
+Per-channel vectors (the multipliers of add/sub/mul, the rows of a lut table,
+the scales of a cast) run along axis 1, or along `channel_axis` when the op has
+it (the last axis of a features-last tensor).
+
 `do_relu` clamps below at the output zero point (real 0).
 
 Products are summed in float BLAS, exactly: every partial sum of a product of
@@ -42,6 +46,7 @@ from tpu_xdsl.interp.kernels import Kernel, ResultSpec
 from tpu_xdsl.interp.kernels import conv_pool as float_conv_pool
 from tpu_xdsl.quant import (
     REQUANT_BLOCK,
+    channel_shape,
     quantize_tensor,
     requantize,
     rounding_shift,
@@ -76,6 +81,11 @@ def zero_point(attrs: dict[str, Any], index: int) -> int:
 
 def round_mode(attrs: dict[str, Any]) -> str:
     return attrs.get("round_mode") or DEFAULT_ROUND_MODE
+
+
+def channel_axis(attrs: dict[str, Any], ndim: int) -> int:
+    """The axis per-channel vectors run along: `channel_axis`, else 1."""
+    return int(attrs.get("channel_axis", 1) or 1) % max(ndim, 1)
 
 
 def magnitude_bound(x: np.ndarray, zp: int) -> int:
@@ -438,8 +448,8 @@ def add(inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultSp
         return [fast]
     if len(m) == 2:
         ma, mb = int(m[0]), int(m[1])
-    else:  # per channel: C multipliers for a, then C for b, along axis 1 of the result
-        shape = (1, -1, *([1] * (len(results[0].shape) - 2)))
+    else:  # per channel: C multipliers for a, then C for b, along the channel axis
+        shape = channel_shape(len(results[0].shape), channel_axis(attrs, len(results[0].shape)))
         ma = np.asarray(m[: len(m) // 2], np.int64).reshape(shape)
         mb = np.asarray(m[len(m) // 2 :], np.int64).reshape(shape)
     acc = _centered_int(a, zero_point(attrs, 0)) * ma
@@ -489,8 +499,8 @@ def _rescaled_sum_in_float(a: np.ndarray, b: np.ndarray, attrs: dict[str, Any], 
             pairs = _flat_blocks(a, b, out)
         else:
             pairs = [(np.broadcast_to(a, out.shape), np.broadcast_to(b, out.shape), out)]
-    else:  # per channel: the factors broadcast along axis 1, on whole tensors
-        shape = (1, -1, *([1] * (out.ndim - 2)))
+    else:  # per channel: the factors broadcast along the channel axis, on whole tensors
+        shape = channel_shape(out.ndim, channel_axis(attrs, out.ndim))
         c0 = (np.asarray(m[:half], np.float64) * scale).reshape(shape)
         c1 = (np.asarray(m[half:], np.float64) * scale).reshape(shape)
         offset = offset - (za * c0 + zb * c1)
@@ -519,22 +529,24 @@ def mul(inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultSp
     a, b = inputs
     za, zb = zero_point(attrs, 0), zero_point(attrs, 1)
     shape = results[0].shape
-    if len(shape) >= 2:  # the product of two codes is exact in float64: conv's requantization
+    axis = channel_axis(attrs, len(shape))
+    if len(shape) >= 2 and axis == 1:  # the product of two codes is exact in float64: conv's requantization
         acc = centered(a, za, np.dtype(np.float64)) * centered(b, zb, np.dtype(np.float64))
         bound = magnitude_bound(a, za) * magnitude_bound(b, zb)
         return [finish_sum(np.broadcast_to(acc, shape), None, attrs, results[0], bound)]
     acc = _centered_int(a, za) * _centered_int(b, zb)
-    return [finish(np.broadcast_to(acc, shape), attrs, results[0])]
+    return [finish(np.broadcast_to(acc, shape), attrs, results[0], axis=axis)]
 
 
 @int8_kernel("lut")
 def lut(inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultSpec]) -> list[np.ndarray]:
     """table[byte]: a 256-entry table indexed by the input's byte (int8 as two's complement);
-    a [C, 256] table has one row per channel (axis 1)."""
+    a [C, 256] table has one row per channel (of the channel axis)."""
     x, table = inputs
     index = x.view(np.uint8) if x.dtype == np.int8 else x
-    if table.ndim == 2:  # one table per channel (axis 1): row c, entry byte
-        rows = np.arange(table.shape[0], dtype=np.intp).reshape(1, -1, *([1] * (x.ndim - 2))) * 256
+    if table.ndim == 2:  # one table per channel: row c, entry byte
+        axis = channel_axis(attrs, x.ndim)
+        rows = np.arange(table.shape[0], dtype=np.intp).reshape(channel_shape(x.ndim, axis)) * 256
         index = index + rows
     return [np.take(table.reshape(-1), index).astype(results[0].dtype, copy=False)]
 
@@ -615,13 +627,13 @@ def requant(inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[Resu
 def cast(inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultSpec]) -> list[np.ndarray]:
     """float -> int8/uint8: sat(round(x / scale) + zero_point); int -> float:
     (q - zero_point) * scale, rounded to the result's float type. A second operand holds
-    per-channel scales (axis 1) instead."""
+    per-channel scales (along the channel axis) instead."""
     x = np.asarray(inputs[0])
     out = results[0].dtype
     scale_value = float(attrs.get("scale", 1.0))
     zp = int(attrs.get("zero_point", 0) or 0)
-    if len(inputs) > 1:  # per-channel scales (axis 1), zero point 0
-        scales = np.asarray(inputs[1], np.float32).reshape(1, -1, *([1] * (x.ndim - 2)))
+    if len(inputs) > 1:  # per-channel scales, zero point 0
+        scales = np.asarray(inputs[1], np.float32).reshape(channel_shape(x.ndim, channel_axis(attrs, x.ndim)))
         if out.kind in "iu":
             return [quantize_tensor(x.astype(np.float32), scales.astype(np.float64), 0, out, round_mode(attrs))]
         return [(x.astype(np.float32) * scales).astype(out)]

@@ -4,11 +4,16 @@ conversions of values between float and INT8.
 Patterns lower ops in program order, so the operands of the op being lowered
 are already TPU values, and their types say how they are held: an int8/uint8
 type with `#tpu.uniform<scale, zp>` (or, with per-channel activation scales,
-`#tpu.channel_uniform<"entry">`), or a float type (keeping its
+`#tpu.channel_uniform<"entry", axis>`), or a float type (keeping its
 `#top.calibrated` range when calibrated). `as_int8` and `as_float` insert the
 `tpu.cast` (or `tpu.requant`, per channel to per tensor) a consumer needs, once
 per value and type, right after the producer, so mixed precision needs no
 separate pass.
+
+Per-channel scales run along the axis the calibration table gives a tensor's
+ranges (1 for [N, C, ...], the last for features-last [N, L, C]); a consumer
+takes a per-channel operand as it is only along the axis it computes per
+channel, and reads any other through a `tpu.requant` to one scale.
 """
 
 from __future__ import annotations
@@ -80,9 +85,9 @@ def is_float_tensor(t: Attribute) -> bool:
 
 
 AnyQParams = QParams | ChannelQParams
-# Ranks whose axis 1 is the channel axis per-channel activation scales run along
-# ([N, C] and [N, C, H, W]).
-CHANNEL_RANKS = (2, 4)
+# Ranks that have a channel axis per-channel activation scales run along: axis 1 of
+# [N, C], [N, C, L], [N, C, H, W], [N, C, D, H, W], or the last of features-last tensors.
+CHANNEL_RANKS = (2, 3, 4, 5)
 
 
 def scale_vector(qparams: AnyQParams, channels: int) -> np.ndarray:
@@ -175,10 +180,41 @@ class LoweringContext:
         calibration = self._calibration(value, f"read by INT8 {describe(user)}")
         return activation_qparams(calibration.threshold, calibration.min, calibration.max, self.asymmetric)
 
-    def output_qparams(self, op: Operation, index: int = 0, channels: bool = False) -> AnyQParams:
+    def channel_axis(self, value: SSAValue) -> int | None:
+        """The axis per-channel scales of TOP result `value` run along: the axis of its
+        calibrated per-channel ranges; None when it has none or scales are per tensor."""
+        calibration = calibration_of(value.type)
+        rank = len(value.type.get_shape()) if isinstance(value.type, TensorType) else 0
+        if not (self.per_channel and calibration is not None and calibration.ranges and rank in CHANNEL_RANKS):
+            return None
+        return calibration.axis
+
+    def value_axis(self, value: SSAValue) -> int | None:
+        """The axis of an INT8 value's per-channel scales; None when it has one scale or
+        is not INT8."""
+        if not is_quantized(value.type):
+            return None
+        qparams = self.qparams(value)
+        return qparams.axis if isinstance(qparams, ChannelQParams) else None
+
+    def preferred_axis(self, op: Operation, *inputs: SSAValue) -> int | None:
+        """The axis an op that can compute along any channel axis (elementwise ops, tables)
+        works along: its result's calibrated axis, else that of the first per-channel
+        input of the result's shape (whose scales it then keeps)."""
+        axis = self.channel_axis(op.results[0])
+        if axis is not None:
+            return axis
+        out = op.results[0].type.get_shape()  # type: ignore[attr-defined]
+        for value in inputs:
+            found = self.value_axis(value)
+            if found is not None and value.type.get_shape() == out:  # type: ignore[attr-defined]
+                return found
+        return None
+
+    def output_qparams(self, op: Operation, index: int = 0, channels: bool = False, axis: int | None = None) -> AnyQParams:
         """The quantization of a TOP op's result from its calibrated range (a fused ReLU
         clips the range). Per channel when asked (`channels`), enabled, and the table
-        has the result's per-channel ranges."""
+        has the result's per-channel ranges (along `axis`, when given)."""
         value = op.results[index]
         calibration = self._calibration(value, f"of {describe(op)}")
         low, high = calibration.min, calibration.max
@@ -189,8 +225,8 @@ class LoweringContext:
             if limit is not None and limit > 0:
                 high = min(high, float(limit))
         per_tensor = activation_qparams(calibration.threshold, low, high, self.asymmetric)
-        rank = len(value.type.get_shape())  # type: ignore[attr-defined]
-        if not (channels and self.per_channel and calibration.ranges and rank in CHANNEL_RANKS):
+        found_axis = self.channel_axis(value)
+        if not channels or found_axis is None or (axis is not None and found_axis != axis):
             return per_tensor
         ranges = np.asarray(self.weights[calibration.ranges], np.float64)
         lows, highs = ranges[0], ranges[1]
@@ -200,7 +236,7 @@ class LoweringContext:
                 highs = np.minimum(highs, float(limit))
         found = channel_qparams(lows, highs, calibration.threshold)
         # Scales are stored as float32 (the weight entry): use exactly what is stored.
-        return ChannelQParams(found.scales.astype(np.float32), found.dtype)
+        return ChannelQParams(found.scales.astype(np.float32), found.dtype, axis=found_axis)
 
     def result_type(self, op: Operation, qparams: AnyQParams, index: int = 0, like: SSAValue | None = None) -> TensorType:
         """The INT8 type of `op`'s result `index`. Per-channel scales go to a new weight
@@ -232,14 +268,18 @@ class LoweringContext:
 
     # -- conversions ------------------------------------------------------------------
 
-    def as_int8(self, value: SSAValue, user: Operation, channels: bool = False) -> SSAValue:
+    def as_int8(self, value: SSAValue, user: Operation, channels: bool = False, axis: int = 1) -> SSAValue:
         """`value` as an INT8 tensor: itself, a quantizing `tpu.cast` of it, or (for a
-        per-channel value read by an op that needs one scale, `channels` False) a
-        `tpu.requant` to its per-tensor quantization."""
+        per-channel value read by an op that needs one scale, `channels` False, or that
+        computes per channel along another axis than `axis`) a `tpu.requant` to its
+        per-tensor quantization."""
         t = value.type
         if is_quantized(t):
             qparams = self.qparams(value)
-            if channels or not isinstance(qparams, ChannelQParams):
+            if not isinstance(qparams, ChannelQParams):
+                return value
+            rank = len(t.get_shape())  # type: ignore[attr-defined]
+            if channels and qparams.axis == axis % max(rank, 1):
                 return value
             return self._to_per_tensor(value, qparams)
         if not is_float_tensor(t):
@@ -262,7 +302,7 @@ class LoweringContext:
             "names": ArrayAttr([StringAttr(f"{value_name(value)}_per_tensor")]),
             "multiplier": from_py([m for m, _ in pairs]),
             "rshift": from_py([r for _, r in pairs]),
-            "axis": from_py(1),
+            "axis": from_py(qparams.axis),
             "round_mode": from_py("half_away_from_zero"),
         }
         if target_qparams.zero_point:
@@ -306,6 +346,8 @@ class LoweringContext:
                 attributes={"names": ArrayAttr([StringAttr(entry)])},
             )
             scales.append(reader.results[0])
+            if qparams.axis != 1:
+                attributes["channel_axis"] = from_py(qparams.axis)
         return op_class("tpu.cast").build(operands=[value, scales], result_types=[target], attributes=attributes)
 
     def _insert_after_producer(self, value: SSAValue, op: Operation, key, *readers: SSAValue) -> SSAValue:

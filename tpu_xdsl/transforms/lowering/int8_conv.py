@@ -12,6 +12,11 @@ with per-channel input scales (one per input channel) it is exact as well, so
 per-channel activations cost nothing here. A weight scale is raised where the
 bias would not fit int32. A matmul of two activations (attention) has one
 multiplier for the tensor.
+
+Convolutions and scales take and give channels along axis 1; a matmul with a
+constant right operand takes them along its input's last axis (K, the axis the
+input scales fold into) and gives them along its result's last axis (a
+features-last [N, L, C] tensor), where it requantizes per output column anyway.
 """
 
 from __future__ import annotations
@@ -90,9 +95,9 @@ class _WeightedPattern(Int8Pattern):
         if b is None and not is_none(bias):
             self.ctx.decline(op, f"its bias '{value_name(bias)}' is not a constant")
             return None
-        x = self.ctx.as_int8(data, op, channels=self.takes_channels(op))
+        x = self.ctx.as_int8(data, op, channels=True, axis=self.input_axis(op, data))
         si = self.ctx.qparams(x)
-        so = self.ctx.output_qparams(op, channels=self.gives_channels(op))
+        so = self.ctx.output_qparams(op, channels=True, axis=self.output_axis(op))
         in_scales = scale_vector(si, self.input_channels(op, data))
         folded = self.fold(op, np.asarray(w, np.float64), in_scales)
         # A pre-quantized model's filter with one scale (its type carries the range) keeps
@@ -105,11 +110,13 @@ class _WeightedPattern(Int8Pattern):
         extra = {**requant_attrs(multipliers, rshifts), **zero_point_attrs([si], so)}
         return build_tpu(op, [x, weight, bias_value], [self.ctx.result_type(op, so)], extra)
 
-    def takes_channels(self, op: Operation) -> bool:
-        return True
+    def input_axis(self, op: Operation, data: SSAValue) -> int:
+        """The axis of the input whose per-channel scales fold into the filter."""
+        return 1
 
-    def gives_channels(self, op: Operation) -> bool:
-        return True
+    def output_axis(self, op: Operation) -> int:
+        """The axis the result is requantized per channel along."""
+        return 1
 
 
 class ConvInt8(_WeightedPattern):
@@ -188,11 +195,11 @@ class MatMulInt8(_WeightedPattern):
     def input_channels(self, op, data):
         return shape(data)[-1]
 
-    def takes_channels(self, op):
-        return len(shape(op.input)) == 2  # type: ignore[attr-defined]
+    def input_axis(self, op, data):
+        return len(shape(data)) - 1
 
-    def gives_channels(self, op):
-        return len(shape(op.results[0])) == 2
+    def output_axis(self, op):
+        return len(shape(op.results[0])) - 1
 
     def lower(self, op: Operation) -> Operation | None:
         if attr(op, "left_transpose", False):

@@ -3,12 +3,17 @@
 - add, sub of two tensors: each input rescaled to the output scale by its own
   multiplier over one shared right shift; mul: one multiplier for the
   product of the two scales. A constant operand that is not a scalar is
-  quantized per tensor (int8, max|c| / 127).
+  quantized per tensor (int8, max|c| / 127), or per channel when it is one
+  value per channel of a per-channel op (a bias [C] along the last axis).
 - Every function of one INT8 input (activations, unary math, and add, sub,
   mul, div, pow, max, min with a scalar constant) is a 256-entry table: for
   each input code, the TOP kernel of the op applied to its real value,
   quantized to the output. The chip looks the table up per element, so any
   such function costs the same and is exact to the output's quantization.
+
+Both work per channel along any channel axis: the result's calibrated one (1,
+or the last of a features-last tensor). Along an axis other than 1 the TPU op
+says which in `channel_axis`.
 """
 
 from __future__ import annotations
@@ -19,12 +24,11 @@ import numpy as np
 from xdsl.ir import Operation, SSAValue
 from xdsl.rewriter import Rewriter
 
-from tpu_xdsl.dialects.attr_values import op_attrs
+from tpu_xdsl.dialects.attr_values import from_py, op_attrs
 from tpu_xdsl.dialects.quant_types import quantized_type
 from tpu_xdsl.interp.kernels import ResultSpec, load_all
 from tpu_xdsl.quant import ChannelQParams, QParams, quantize_multipliers, weight_scales
 from tpu_xdsl.transforms.lowering.context import (
-    CHANNEL_RANKS,
     AnyQParams,
     scale_vector,
     value_name,
@@ -56,11 +60,6 @@ def scalar_operand(ctx, op: Operation) -> tuple[int, np.ndarray] | None:
         if constant is not None and constant.size == 1 and shape(tensor) == shape(op.results[0]):
             return index, constant.reshape(())
     return None
-
-
-def channel_rank(value: SSAValue) -> bool:
-    """Whether a tensor's axis 1 is a channel axis per-channel scales can run along."""
-    return len(shape(value)) in CHANNEL_RANKS
 
 
 @dataclass(frozen=True)
@@ -100,7 +99,8 @@ def one_tensor_function(ctx, op: Operation) -> OneTensorFunction | None:
 
 class LutInt8(Int8Pattern):
     """A function of one INT8 tensor -> tpu.lut with a 256-entry table of the output type
-    ([C, 256], a table per channel, when the input or output has per-channel scales).
+    ([C, 256], a table per channel of the channel axis, when the input or output has
+    per-channel scales).
 
     A chain of such functions whose inner results have no other use (an activation,
     then a learnable scale and bias, say) becomes one table of the composed function:
@@ -123,20 +123,24 @@ class LutInt8(Int8Pattern):
             inner = one_tensor_function(self.ctx, owner)  # type: ignore[arg-type]
             assert inner is not None
             chain.insert(0, inner)
-        channels = channel_rank(op.results[0])
-        x = self.ctx.as_int8(chain[0].tensor, op, channels=channels)
+        axis = self.ctx.preferred_axis(op, chain[0].tensor)
+        channels = axis is not None
+        x = self.ctx.as_int8(chain[0].tensor, op, channels=channels, axis=axis or 1)
         si = self.ctx.qparams(x)
-        so = self.ctx.output_qparams(op, channels=channels)
-        count = shape(op.results[0])[1] if channels else 1
+        so = self.ctx.output_qparams(op, channels=channels, axis=axis)
+        count = shape(op.results[0])[axis] if channels else 1
         table = lookup_table(chain, si, so, count)
         kind = op.name.split(".", 1)[1]
         table_value = self.ctx.add_weight(f"{value_name(op.results[0], kind)}_lut", table, op)
         from tpu_xdsl.dialects import op_class
 
+        attributes = {"names": op.attributes["names"]} if "names" in op.attributes else {}
+        if table.ndim == 2 and axis != 1:
+            attributes["channel_axis"] = from_py(axis)
         return op_class("tpu.lut").build(
             operands=[x, table_value],
             result_types=[self.ctx.result_type(op, so)],
-            attributes={"names": op.attributes["names"]} if "names" in op.attributes else {},
+            attributes=attributes,
         )
 
     def fuses_into_its_user(self, op: Operation) -> bool:
@@ -176,7 +180,8 @@ def lookup_table(chain: list[OneTensorFunction], si: AnyQParams, so: AnyQParams,
 class EltwiseInt8(Int8Pattern):
     """add, sub, mul of two tensors -> INT8 tpu.add/sub/mul with rescaling multipliers:
     per input (add, sub: one shared shift) or per channel and input (2C multipliers,
-    first input's then the second's) when scales are per channel."""
+    first input's then the second's) when scales are per channel (along `channel_axis`
+    when that is not 1)."""
 
     kinds = ("add", "sub", "mul")
 
@@ -184,12 +189,13 @@ class EltwiseInt8(Int8Pattern):
         out = op.results[0]
         # Constants are quantized per tensor, so only the tensors' ranks matter.
         tensors = [v for v in op.operands if self.ctx.weight_array(v) is None]
-        channels = channel_rank(out) and all(len(shape(v)) == len(shape(out)) for v in tensors)
-        operands = [self.operand(v, op, channels) for v in op.operands]
+        axis = self.ctx.preferred_axis(op, *tensors)
+        channels = axis is not None and all(len(shape(v)) == len(shape(out)) for v in tensors)
+        operands = [self.operand(v, op, channels, axis or 1) for v in op.operands]
         sa, sb = (self.ctx.qparams(v) for v in operands)
-        so = self.ctx.output_qparams(op, channels=channels)
+        so = self.ctx.output_qparams(op, channels=channels, axis=axis)
         per_channel = any(isinstance(q, ChannelQParams) for q in (sa, sb, so))
-        count = shape(out)[1] if per_channel else 1
+        count = shape(out)[axis] if per_channel and axis is not None else 1
         va, vb, vo = (scale_vector(q, count) for q in (sa, sb, so))
         if op.name == "top.mul":
             multipliers, rshifts = per_channel_multipliers(va * vb / vo)
@@ -198,14 +204,31 @@ class EltwiseInt8(Int8Pattern):
             multipliers, shift = quantize_multipliers([*(va / vo), *(sign * vb / vo)])
             rshifts = [shift]
         extra = {**requant_attrs(multipliers, rshifts), **zero_point_attrs([sa, sb], so)}
+        if per_channel and axis != 1:
+            extra["channel_axis"] = axis
         return build_tpu(op, operands, [self.ctx.result_type(op, so)], extra)
 
-    def operand(self, value: SSAValue, op: Operation, channels: bool) -> SSAValue:
+    def operand(self, value: SSAValue, op: Operation, channels: bool, axis: int) -> SSAValue:
         constant = self.ctx.weight_array(value)
         if constant is None:
-            return self.ctx.as_int8(value, op, channels=channels)
-        (scale,) = weight_scales(constant, None)
-        qparams = QParams(scale, 0, np.int8)
+            return self.ctx.as_int8(value, op, channels=channels, axis=axis)
+        out = shape(op.results[0])
+        own_axis = axis - (len(out) - constant.ndim)  # the channel axis in the constant's dims
+        along_channels = (
+            channels and 0 <= own_axis < constant.ndim and constant.shape[own_axis] == out[axis] > 1
+            and constant.size == out[axis]
+        )
+        qparams: AnyQParams
+        if along_channels:  # a bias per channel: one scale per channel, as a filter's
+            scales = weight_scales(constant, own_axis).astype(np.float32)
+            qparams = ChannelQParams(scales, np.int8, axis=own_axis)
+        else:
+            (scale,) = weight_scales(constant, None)
+            qparams = QParams(scale, 0, np.int8)
         q = np.maximum(qparams.quantize(constant), -127).astype(np.int8)
         weight = self.ctx.add_weight(f"{value_name(value)}_int8", q, op)
-        return Rewriter.replace_value_with_new_type(weight, quantized_type(shape(value), qparams))
+        entry = None
+        if isinstance(qparams, ChannelQParams):
+            entry = self.ctx.weights.unique_name(f"{value_name(value)}_scales")
+            self.ctx.weights[entry] = qparams.scales.astype(np.float32)
+        return Rewriter.replace_value_with_new_type(weight, quantized_type(shape(value), qparams, entry))

@@ -3,15 +3,17 @@
 - max_pool, reduce max/min and the data-movement ops (reshape, permute,
   slice, pad, nearest resize, ...) move or compare codes: their output keeps
   the input's quantization (and its per-channel scales while the op keeps
-  axis 1 as it is), whatever the table says of the output (it was
-  calibrated on the same values).
+  the channel axis whole, wherever it moves it: a permute of [N, C, L] to
+  [N, L, C] gives scales along the last axis), whatever the table says of the
+  output (it was calibrated on the same values).
 - avg_pool and reduce mean/sum: the sum of the window (or axes) in int32,
   times a multiplier holding input scale / (output scale x count), per
   channel with per-channel scales. Averages over windows of different sizes
   (padding not counted, ceil_mode) fall back to float.
 - concat: each input requantized to the output's quantization by its own
-  multiplier and shift; along the channel axis with per-channel scales, the
-  output's scales are the inputs' side by side and nothing is requantized.
+  multiplier and shift; along the channel axis with per-channel scales (axis 1,
+  or the last axis of features-last tensors), the output's scales are the
+  inputs' side by side and nothing is requantized.
 """
 
 from __future__ import annotations
@@ -42,33 +44,55 @@ DATA_MOVEMENT_KINDS = (
 )
 
 
-def keeps_channels(op: Operation) -> bool:
-    """Whether a data-movement op maps channel c of its input to channel c of each
-    result (both of a channel rank), so per-channel scales pass through it."""
+_RESHAPES = ("reshape", "flatten", "squeeze", "unsqueeze")
+
+
+def moved_axis(op: Operation, axis: int | None) -> int | None:
+    """Where a data-movement op puts the channels of its input's `axis` (1 or the last):
+    the axis of each result that holds channel c of the input as channel c (1 or the
+    result's last axis), or None when the op mixes, cuts or pads the channels."""
     source = shape(op.operands[0])
-    if len(source) not in CHANNEL_RANKS:
-        return False
+    if axis is None or len(source) not in CHANNEL_RANKS:
+        return None
+    kind = op.name.split(".", 1)[1]
+    last = len(source) - 1
+    found: set[int] = set()
     for result in op.results:
         target = shape(result)
-        # split may cut axis 0; every other op keeps axes 0 and 1 whole
-        kept = target[1] == source[1] if op.name == "top.split" else target[:2] == source[:2]
-        if len(target) not in CHANNEL_RANKS or not kept:
-            return False
-    kind = op.name.split(".", 1)[1]
+        if len(target) not in CHANNEL_RANKS:
+            return None
+        if kind == "permute":
+            moved = [a % len(source) for a in attr(op, "order")].index(axis)
+        elif kind in _RESHAPES:
+            # Row-major order keeps channel c of the last axis while the last dimension
+            # stays, and of axis 1 while the first two dimensions stay.
+            if axis == last and target[-1] == source[-1]:
+                moved = len(target) - 1
+            elif axis == 1 and target[:2] == source[:2]:
+                moved = 1
+            else:
+                return None
+        elif len(target) != len(source) or target[axis] != source[axis]:
+            return None
+        else:
+            moved = axis
+        if moved not in (1, len(target) - 1):
+            return None
+        found.add(moved)
     match kind:
-        case "permute":
-            return list(attr(op, "order"))[:2] == [0, 1]
         case "slice" | "split":
             axes = attr(op, "axes") if kind == "slice" else [attr(op, "axis", 0)]
-            return 1 not in [a % len(source) for a in (axes or [])]
+            if axis in [a % len(source) for a in (axes or [])]:
+                return None
         case "pad":
             pads = list(attr(op, "pads"))
-            rank = len(source)
-            return pads[1] == pads[1 + rank] == 0 and float(attr(op, "value", 0.0)) == 0.0
+            if pads[axis] or pads[axis + len(source)] or float(attr(op, "value", 0.0)) != 0.0:
+                return None
         case "depth2space":
-            return False
-        case _:
-            return True
+            return None
+        case "interp" | "upsample" if axis != 1:
+            return None
+    return found.pop() if len(found) == 1 else None
 
 
 def _int8_input(pattern: Int8Pattern, op: Operation, channels: bool = False) -> tuple[SSAValue, AnyQParams]:
@@ -85,10 +109,15 @@ class DataMovementInt8(Int8Pattern):
         if op.name == "top.interp" and attr(op, "mode", "nearest") != "nearest":
             self.ctx.decline(op, f"{attr(op, 'mode')} interpolation mixes values: no INT8 kernel")
             return None
-        x, qparams = _int8_input(self, op, channels=keeps_channels(op))
+        axis = self.ctx.value_axis(op.operands[0])
+        moved = moved_axis(op, axis)
+        x = self.ctx.as_int8(op.operands[0], op, channels=moved is not None, axis=axis or 1)
+        qparams = self.ctx.qparams(x)
         extra = {}
         if op.name == "top.pad" and attr(op, "mode", "constant") == "constant" and not isinstance(qparams, ChannelQParams):
             extra["value"] = float(qparams.quantized_value(float(attr(op, "value", 0.0))))
+        if isinstance(qparams, ChannelQParams) and moved is not None:
+            qparams = ChannelQParams(qparams.scales, qparams.dtype, axis=moved)
         result_types = [self.ctx.result_type(op, qparams, i, like=x) for i in range(len(op.results))]
         if op.name == "top.split":
             result_types = [result_types]  # type: ignore[list-item]
@@ -154,7 +183,7 @@ class ReduceInt8(Int8Pattern):
 def _rescaled(pattern: Int8Pattern, op: Operation, count: float, channels: bool) -> Operation:
     """An op summing `count` input values per output, then scaled to the output."""
     x, si = _int8_input(pattern, op, channels=channels)
-    so = pattern.ctx.output_qparams(op, channels=channels)
+    so = pattern.ctx.output_qparams(op, channels=channels, axis=1)
     width = shape(op.results[0])[1] if isinstance(si, ChannelQParams) or isinstance(so, ChannelQParams) else 1
     ratios = scale_vector(si, width) / (scale_vector(so, width) * count)
     multipliers, rshifts = per_channel_multipliers(ratios)
@@ -163,8 +192,8 @@ def _rescaled(pattern: Int8Pattern, op: Operation, count: float, channels: bool)
 
 
 class ConcatInt8(Int8Pattern):
-    """top.concat -> INT8 tpu.concat, each input requantized to the output; along axis 1
-    with per-channel scales, the inputs' scales side by side."""
+    """top.concat -> INT8 tpu.concat, each input requantized to the output; along the
+    channel axis with per-channel scales (1, or the last), the inputs' scales side by side."""
 
     kinds = ("concat",)
 
@@ -174,14 +203,14 @@ class ConcatInt8(Int8Pattern):
                 self.ctx.decline(op, f"its input '{value_name(value)}' is a constant")
                 return None
         out = shape(op.results[0])
-        along_channels = len(out) in CHANNEL_RANKS and int(attr(op, "axis")) % len(out) == 1
-        if along_channels:
-            inputs = [self.ctx.as_int8(v, op, channels=True) for v in op.operands]
+        axis = int(attr(op, "axis")) % len(out)
+        if len(out) in CHANNEL_RANKS and axis in (1, len(out) - 1):
+            inputs = [self.ctx.as_int8(v, op, channels=True, axis=axis) for v in op.operands]
             params = [self.ctx.qparams(v) for v in inputs]
             dtypes = {p.dtype for p in params}
             if any(isinstance(p, ChannelQParams) for p in params) and len(dtypes) == 1:
-                scales = np.concatenate([scale_vector(p, shape(v)[1]) for p, v in zip(params, inputs)])
-                so = ChannelQParams(scales.astype(np.float32), dtypes.pop())
+                scales = np.concatenate([scale_vector(p, shape(v)[axis]) for p, v in zip(params, inputs)])
+                so = ChannelQParams(scales.astype(np.float32), dtypes.pop(), axis=axis)
                 return build_tpu(op, [inputs], [self.ctx.result_type(op, so)])
         inputs = [self.ctx.as_int8(v, op) for v in op.operands]
         params = [self.ctx.qparams(v) for v in inputs]

@@ -1,0 +1,263 @@
+"""Per-channel activation scales on rank-3 tensors: [N, C, L] (1-D convolutions,
+detector heads) along axis 1, and features-last [N, L, C] (transformer blocks) along
+the last axis.
+
+Each net concatenates or adds channels whose ranges differ by orders of magnitude.
+With one scale per tensor the small channels round to a few codes; with one scale
+per channel they keep their precision. The expected values are onnxruntime's; the
+device model runs each INT8 module and must equal the TPU interpreter bit for bit.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+from tests.test_codegen import compile_and_compare
+from tpu_xdsl.calibration.calibrator import Options, calibrate
+from tpu_xdsl.calibration.dataset import Dataset
+from tpu_xdsl.calibration.table import read_table, write_table
+from tpu_xdsl.dialects.quant_types import qparams_of
+from tpu_xdsl.frontend.onnx_importer import import_onnx
+from tpu_xdsl.interp.runner import ModuleRunner, main_func, tensor_names
+from tpu_xdsl.ir_io import save_module
+from tpu_xdsl.quant import ChannelQParams
+from tpu_xdsl.transforms.import_calibration import import_calibration
+from tpu_xdsl.transforms.lower_top_to_tpu import lower_top_to_tpu
+from tpu_xdsl.transforms.pipelines import canonicalize
+from tpu_xdsl.weights import attach_weights, weights_of
+
+F = TensorProto.FLOAT
+
+
+def const(name: str, array) -> onnx.TensorProto:
+    return numpy_helper.from_array(np.asarray(array), name)
+
+
+def model_of(nodes, inputs, outputs, inits) -> onnx.ModelProto:
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info(n, F, s) for n, s in inputs],
+        [onnx.ValueInfoProto(name=o) for o in outputs], initializer=inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=9)
+    return onnx.shape_inference.infer_shapes(model, strict_mode=True)
+
+
+def cosine(a: np.ndarray, b: np.ndarray) -> float:
+    """Cosine similarity; 0 when one side is all zeros (every value rounded away)."""
+    a, b = np.asarray(a, np.float64).ravel(), np.asarray(b, np.float64).ravel()
+    norms = np.linalg.norm(a) * np.linalg.norm(b)
+    return float(a @ b / norms) if norms else 0.0
+
+
+class Flow:
+    """A model imported, calibrated (KL) on `samples` and lowered to INT8 both ways."""
+
+    def __init__(self, model: onnx.ModelProto, folder: Path, samples: list[dict[str, np.ndarray]]):
+        self.model = model
+        result = import_onnx(model, "m")
+        attach_weights(result.module, result.weights)
+        canonicalize(result.module)
+        self.top = result.module
+        mlir = folder / "m.mlir"
+        save_module(self.top, mlir, dict(weights_of(self.top)))
+        data = folder / "samples"
+        data.mkdir()
+        for n, feeds in enumerate(samples):
+            np.savez(data / f"s{n:02d}.npz", **feeds)
+        table = calibrate(mlir, Dataset.from_dir(data, len(samples)), Options(method="kl")).table
+        # Through the file: the table's per-channel lines carry their axis.
+        write_table(folder / "table", table)
+        self.table = read_table(folder / "table")
+
+    def lowered(self, per_tensor: bool):
+        tpu = self.top.clone()
+        attach_weights(tpu, dict(weights_of(self.top)))
+        import_calibration(tpu, self.table, "table")
+        report = lower_top_to_tpu(tpu, "INT8", per_tensor_activations=per_tensor)
+        assert not report.fallbacks, report.fallbacks
+        return tpu
+
+    def run(self, per_tensor: bool, feeds) -> dict[str, np.ndarray]:
+        tpu = self.lowered(per_tensor)
+        return ModuleRunner(tpu, weights_of(tpu)).run(feeds)
+
+    def reference(self, feeds) -> dict[str, np.ndarray]:
+        session = ort.InferenceSession(self.model.SerializeToString(), providers=["CPUExecutionProvider"])
+        names = [o.name for o in session.get_outputs()]
+        return dict(zip(names, session.run(None, feeds)))
+
+
+def channel_axes(tpu, names: set[str]) -> dict[str, int | None]:
+    """The axis of the per-channel scales of the TPU tensors named `names` (None: one scale)."""
+    weights = weights_of(tpu)
+    found = {}
+    for op in main_func(tpu).body.block.ops:
+        for name, result in zip(tensor_names(op), op.results):
+            if name in names:
+                qparams = qparams_of(result.type, weights)
+                found[name] = qparams.axis if isinstance(qparams, ChannelQParams) else None
+    return found
+
+
+# -- a detector head: boxes 0..320 and class scores 0..1 in one [1, 4+classes, anchors] ----------
+
+CLASSES = 6
+
+
+def detector() -> onnx.ModelProto:
+    """conv features -> 1x1 convs: boxes sigmoid * 320, class scores sigmoid -> reshape to
+    [1, C, anchors] -> Concat on axis 1 (a YOLO-style output), and the same transposed to
+    [1, anchors, 4 + classes] (how YOLO exports often end)."""
+    rng = np.random.default_rng(11)
+    inits = [
+        const("w1", rng.normal(0, 0.4, (8, 3, 3, 3)).astype(np.float32)),
+        const("b1", rng.normal(0, 0.1, 8).astype(np.float32)),
+        const("w2", rng.normal(0, 0.3, (8, 8, 3, 3)).astype(np.float32)),
+        const("b2", rng.normal(0, 0.1, 8).astype(np.float32)),
+        const("wb", rng.normal(0, 0.6, (4, 8, 1, 1)).astype(np.float32)),
+        const("bb", rng.normal(0, 0.3, 4).astype(np.float32)),
+        const("wc", rng.normal(0, 0.8, (CLASSES, 8, 1, 1)).astype(np.float32)),
+        const("bc", rng.normal(-1.0, 0.5, CLASSES).astype(np.float32)),
+        const("image_size", np.float32(320.0)),
+        const("box_shape", np.array([1, 4, -1], np.int64)),
+        const("cls_shape", np.array([1, CLASSES, -1], np.int64)),
+    ]
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["f1"]),
+        helper.make_node("Conv", ["f1", "w2", "b2"], ["c2"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 2]),
+        helper.make_node("Relu", ["c2"], ["f2"]),
+        helper.make_node("Conv", ["f2", "wb", "bb"], ["box_logits"], kernel_shape=[1, 1]),
+        helper.make_node("Sigmoid", ["box_logits"], ["box_unit"]),
+        helper.make_node("Mul", ["box_unit", "image_size"], ["boxes"]),
+        helper.make_node("Conv", ["f2", "wc", "bc"], ["cls_logits"], kernel_shape=[1, 1]),
+        helper.make_node("Sigmoid", ["cls_logits"], ["scores"]),
+        helper.make_node("Reshape", ["boxes", "box_shape"], ["box_rows"]),
+        helper.make_node("Reshape", ["scores", "cls_shape"], ["score_rows"]),
+        helper.make_node("Concat", ["box_rows", "score_rows"], ["detections"], axis=1),
+        helper.make_node("Transpose", ["detections"], ["anchors"], perm=[0, 2, 1]),
+    ]
+    return model_of(nodes, [("x", [1, 3, 16, 16])], ["detections", "anchors"], inits)
+
+
+def images(count: int, seed: int) -> list[dict[str, np.ndarray]]:
+    rng = np.random.default_rng(seed)
+    return [{"x": rng.uniform(0, 1, (1, 3, 16, 16)).astype(np.float32)} for _ in range(count)]
+
+
+def test_detector_head_keeps_its_class_scores(tmp_path):
+    flow = Flow(detector(), tmp_path, images(8, 1))
+    # The calibration table records the concatenation's ranges per channel along axis 1,
+    # and the transposed output's along its last axis.
+    assert flow.table.channel_axes.get("detections", 1) == 1
+    assert len(flow.table.channels["detections"][0]) == 4 + CLASSES
+    assert flow.table.channel_axes["anchors"] == 2
+    feeds = images(1, 99)[0]
+    expected = flow.reference(feeds)
+    per_channel, per_tensor = flow.run(False, feeds), flow.run(True, feeds)
+    scores = np.s_[:, 4:, :]
+    boxes = np.s_[:, :4, :]
+    good = cosine(per_channel["detections"][scores], expected["detections"][scores])
+    poor = cosine(per_tensor["detections"][scores], expected["detections"][scores])
+    print(f"class scores: per-channel {good:.5f}, per-tensor {poor:.5f}")
+    assert good >= 0.99
+    assert poor < 0.95 and good - poor > 0.05
+    assert cosine(per_channel["detections"][boxes], expected["detections"][boxes]) >= 0.999
+    transposed = np.s_[:, :, 4:]
+    assert cosine(per_channel["anchors"][transposed], expected["anchors"][transposed]) >= 0.99
+    # The scores keep their scales through reshape and concat (axis 1), and the
+    # transpose moves them to the last axis; the device equals the interpreter.
+    tpu = flow.lowered(False)
+    axes = channel_axes(tpu, {"score_rows", "detections_int8", "detections_uint8", "anchors_uint8", "anchors_int8"})
+    assert axes.get("score_rows") == 1
+    assert 1 in axes.values() and 2 in axes.values(), axes
+    compile_and_compare(tpu, feeds)
+
+
+# -- features-last [N, L, C]: matmul, leaky relu (a table) and add -------------------------------
+
+
+def transformer_block() -> onnx.ModelProto:
+    """h = x @ W1 + b1, g = LeakyRelu(x @ W2), y = h + g: the output columns of W1 and W2
+    are scaled by 30 (first half) and 0.3 (second half): outlier features, 100x apart."""
+    rng = np.random.default_rng(5)
+    columns = np.array([30.0] * 6 + [0.3] * 6, np.float32)
+    inits = [
+        const("w1", (rng.normal(0, 0.3, (8, 12)) * columns).astype(np.float32)),
+        const("b1", (rng.normal(0, 0.1, 12) * columns).astype(np.float32)),
+        const("w2", (rng.normal(0, 0.3, (8, 12)) * columns).astype(np.float32)),
+    ]
+    nodes = [
+        helper.make_node("MatMul", ["x", "w1"], ["xw1"]),
+        helper.make_node("Add", ["xw1", "b1"], ["h"]),
+        helper.make_node("MatMul", ["x", "w2"], ["xw2"]),
+        helper.make_node("LeakyRelu", ["xw2"], ["g"], alpha=0.1),
+        helper.make_node("Add", ["h", "g"], ["y"]),
+    ]
+    return model_of(nodes, [("x", [1, 16, 8])], ["y"], inits)
+
+
+def test_features_last_columns_keep_their_scales(tmp_path):
+    rng = np.random.default_rng(2)
+    samples = [{"x": rng.standard_normal((1, 16, 8)).astype(np.float32)} for _ in range(8)]
+    flow = Flow(transformer_block(), tmp_path, samples)
+    assert flow.table.channel_axes["y"] == 2 and len(flow.table.channels["y"][0]) == 12
+    feeds = {"x": rng.standard_normal((1, 16, 8)).astype(np.float32)}
+    expected = flow.reference(feeds)["y"]
+    per_channel, per_tensor = flow.run(False, feeds)["y"], flow.run(True, feeds)["y"]
+    small = np.s_[:, :, 6:]
+    good, poor = cosine(per_channel[small], expected[small]), cosine(per_tensor[small], expected[small])
+    print(f"small columns: per-channel {good:.5f}, per-tensor {poor:.5f}")
+    assert good >= 0.99
+    assert poor < 0.9 and good - poor > 0.05
+    assert cosine(per_channel, expected) >= 0.999
+    tpu = flow.lowered(False)
+    # The matmuls requantize per column, the table and the add work along the last axis.
+    assert channel_axes(tpu, {"h", "g", "y_int8"}) == {"h": 2, "g": 2, "y_int8": 2}
+    kinds = {op.name: op.attributes.get("channel_axis") for op in main_func(tpu).body.block.ops}
+    assert kinds["tpu.add"] is not None and kinds["tpu.lut"] is not None
+    compile_and_compare(tpu, feeds)
+
+
+# -- a 1-D convolution net [N, C, L] -------------------------------------------------------------
+
+
+def conv1d_net() -> onnx.ModelProto:
+    """Conv1d (4 -> 8, output channels scaled by 40 and 0.2) -> ReLU -> MaxPool1d:
+    output [1, 8, 16]."""
+    rng = np.random.default_rng(4)
+    gains = np.array([40.0] * 4 + [0.2] * 4, np.float32)
+    inits = [
+        const("w1", (rng.normal(0, 0.4, (8, 4, 3)) * gains[:, None, None]).astype(np.float32)),
+        const("b1", (rng.normal(0, 0.1, 8) * gains).astype(np.float32)),
+    ]
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], kernel_shape=[3], pads=[1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("MaxPool", ["r1"], ["y"], kernel_shape=[2], strides=[2]),
+    ]
+    return model_of(nodes, [("x", [1, 4, 32])], ["y"], inits)
+
+
+def test_conv1d_small_channels_keep_their_scales(tmp_path):
+    rng = np.random.default_rng(6)
+    samples = [{"x": rng.standard_normal((1, 4, 32)).astype(np.float32)} for _ in range(8)]
+    flow = Flow(conv1d_net(), tmp_path, samples)
+    assert flow.table.channel_axes.get("y", 1) == 1 and len(flow.table.channels["y"][0]) == 8
+    feeds = {"x": rng.standard_normal((1, 4, 32)).astype(np.float32)}
+    expected = flow.reference(feeds)["y"]
+    per_channel, per_tensor = flow.run(False, feeds)["y"], flow.run(True, feeds)["y"]
+    small = np.s_[:, 4:, :]
+    good, poor = cosine(per_channel[small], expected[small]), cosine(per_tensor[small], expected[small])
+    print(f"small channels: per-channel {good:.5f}, per-tensor {poor:.5f}")
+    assert good >= 0.99
+    assert poor < 0.9 and good - poor > 0.05
+    tpu = flow.lowered(False)
+    # The convolution (its ReLU fused: named r1) and the pool's codes keep axis-1 scales.
+    assert set(channel_axes(tpu, {"c1", "r1", "y_uint8", "y_int8"}).values()) == {1}
+    compile_and_compare(tpu, feeds)
