@@ -19,7 +19,7 @@ import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
 from tpu_xdsl.calibration.table import read_table
-from tpu_xdsl.calibration.threshold_search import search_thresholds
+from tpu_xdsl.calibration.threshold_search import search, search_thresholds
 from tpu_xdsl.interp.runner import ModuleRunner
 from tpu_xdsl.ir_io import read_module
 from tpu_xdsl.tools.tpu_xdsl import main
@@ -163,7 +163,10 @@ def test_calibrate_search_threshold_takes_one_of_the_four_methods_per_tensor(tmp
     for row in table.rows:
         assert any(abs(row.threshold - t[row.name]) <= 1e-6 * t[row.name] for t in per_method.values()), row
     changed = sum(abs(r.threshold - per_method["kl"][r.name]) > 1e-6 * r.threshold for r in table.rows)
-    assert f"search-threshold: {changed} of {len(table.rows)} tensors take another method than kl" in out
+    if "kept kl" in out:  # the whole-model check preferred kl everywhere
+        assert changed == 0, out
+    else:
+        assert f"search-threshold: {changed} of {len(table.rows)} tensors take another method than kl" in out
 
 
 def test_search_threshold_and_tune_num_exclude_each_other(tmp_path, capsys):
@@ -177,3 +180,45 @@ def test_search_threshold_and_tune_num_exclude_each_other(tmp_path, capsys):
                        "-o", tmp_path / "t")
     assert code == 2 and len(err.strip().splitlines()) == 1 and "--tune-num and --search-threshold" in err
     assert not (tmp_path / "t").exists()
+
+
+def test_the_whole_model_check_keeps_the_default_when_the_searched_set_is_worse(tmp_path, capsys):
+    """Every tensor (x, c, y) quantized at once, the cosine of the model's outputs (y and c)
+    against float, computed here with onnxruntime's conv and numpy's sigmoid, decides
+    between the default thresholds and the searched ones."""
+    runner = top_runner(tmp_path, capsys)
+    xs = heavy_tailed(3, seed=5)
+    checks = heavy_tailed(2, seed=6)
+    session = ort.InferenceSession(str(conv_only(tmp_path / "conv.onnx")), providers=["CPUExecutionProvider"])
+
+    def sigmoid(v):
+        return (1 / (1 + np.exp(-v.astype(np.float64)))).astype(np.float32)
+
+    float_c = [session.run(None, {"x": x})[0] for x in xs + checks]
+    ranges = {"x": (-12.0, 12.0), "c": (min(float(c.min()) for c in float_c), max(float(c.max()) for c in float_c)),
+              "y": (0.0, 1.0)}
+    c_top = max(-ranges["c"][0], ranges["c"][1])
+    candidates = {"x": {"kl": 12.0, "mse": 3.0, "max": 12.0, "percentile9999": 3.5},
+                  "c": {"kl": c_top, "mse": c_top / 3, "max": c_top, "percentile9999": c_top / 2},
+                  "y": {"kl": 1.0, "mse": 1.0, "max": 1.0, "percentile9999": 1.0}}
+    outcome = search(runner, [{"x": x} for x in xs], candidates, ranges, "kl", check_samples=[{"x": x} for x in checks])
+
+    def output_cosine(thresholds: dict[str, float]) -> float:
+        found = []
+        for x in checks:
+            float_c = session.run(None, {"x": x})[0]
+            c = fake_quantize(session.run(None, {"x": fake_quantize(x, thresholds["x"], False)})[0], thresholds["c"], False)
+            y = fake_quantize(sigmoid(c), thresholds["y"], True)
+            # the model's outputs, y and c, as one vector
+            a = np.concatenate([sigmoid(float_c).ravel(), float_c.ravel()]).astype(np.float64)
+            b = np.concatenate([y.ravel(), c.ravel()]).astype(np.float64)
+            found.append(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+        return float(np.mean(found))
+
+    searched = {n: candidates[n]["kl"] for n in candidates}
+    searched.update({r.name: r.chosen for r in outcome.results})
+    assert searched != {n: candidates[n]["kl"] for n in candidates}  # the search moved something
+    assert abs(outcome.default_cosine - output_cosine({n: c["kl"] for n, c in candidates.items()})) < 1e-5
+    assert abs(outcome.searched_cosine - output_cosine(searched)) < 1e-5
+    assert outcome.kept_default == (outcome.searched_cosine < outcome.default_cosine)
+    assert outcome.chosen == ({} if outcome.kept_default else {r.name: r.chosen for r in outcome.results})

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from xdsl.dialects.builtin import ModuleOp
@@ -56,7 +56,7 @@ class Options:
 class Result:
     table: CalibrationTable
     tuned: list[TuneResult]
-    searched: list = field(default_factory=list)  # threshold_search.SearchResult
+    searched: object = None  # threshold_search.SearchOutcome, with search_threshold
 
 
 class _Worker:
@@ -206,19 +206,20 @@ def calibrate(
         advance = progress("tune", runs_needed(candidates, options.tune_num, len(samples)))
         tuned = tune(local.runner, samples, candidates, options.method, options.tune_num, advance)
         chosen.update({t.name: t.chosen for t in tuned})
-    searched = []
+    searched = None
     if options.search_threshold:
         from tpu_xdsl.calibration.threshold_search import (
             SEARCH_SAMPLES,
-            search_thresholds,
+            search,
         )
 
         candidates = {n: {m: _threshold(m, histograms, n) for m in METHODS} for n in names if n not in ranges.integral}
         samples = [local.loader.load(p) for p in dataset.paths[:SEARCH_SAMPLES]]
         bounds = {n: (ranges.low[n], ranges.high[n]) for n in candidates}
         advance = progress("search thresholds", len(samples))
-        searched = search_thresholds(local.runner, samples, candidates, bounds, options.method, advance)
-        chosen.update({s.name: s.chosen for s in searched})
+        check = [local.loader.load(p) for p in dataset.paths[SEARCH_SAMPLES : 2 * SEARCH_SAMPLES]]
+        searched = search(local.runner, samples, candidates, bounds, options.method, advance, check)
+        chosen.update(searched.chosen)
     rows = [TableRow(n, chosen[n], ranges.low[n], ranges.high[n]) for n in names]
     channels = {
         n: (ranges.channel_low[n].tolist(), ranges.channel_high[n].tolist()) for n in names if n in ranges.channel_low

@@ -13,15 +13,29 @@ first and replaced only by a strictly better one.
 
 One TOP run per sample keeps every tensor; each candidate then costs a run of the
 readers only, so a search is about (distinct candidates) full runs per sample.
+
+Choices that are best one tensor at a time can still add up to a worse model (an
+outlier one reader can do without may be what the output needs), so the searched
+thresholds are kept only if the model's outputs with every tensor quantized at them
+are at least as close (cosine) as with every tensor at the default method's; otherwise
+the default stays (`SearchOutcome.kept_default`). The check runs on other samples than
+the search when there are any (the next SEARCH_SAMPLES): thresholds fitted to a few
+samples clip what the next ones reach.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
-from xdsl.interpreter import Interpreter, PythonValues
+from xdsl.interpreter import (
+    Interpreter,
+    InterpreterFunctions,
+    PythonValues,
+    impl,
+    register_impls,
+)
 from xdsl.ir import Operation, SSAValue
 
 from tpu_xdsl.interp.runner import ModuleRunner, main_func, tensor_names
@@ -78,6 +92,88 @@ def _sqnr(signal: float, noise: float) -> float:
     if signal <= 0:
         return float("-inf")
     return 10 * float(np.log10(signal / noise))
+
+
+@dataclass
+class SearchOutcome:
+    """The per-tensor results, and the whole-model check of the choices."""
+
+    results: list[SearchResult] = field(default_factory=list)
+    default_cosine: float = 1.0  # outputs with every tensor at the default method's threshold
+    searched_cosine: float = 1.0  # ... at the searched thresholds
+    kept_default: bool = False
+
+    @property
+    def chosen(self) -> dict[str, float]:
+        return {} if self.kept_default else {r.name: r.chosen for r in self.results}
+
+
+def _quantize_all_functions(runner: ModuleRunner, thresholds: Mapping[str, tuple[float, float, float]]):
+    """TOP implementations that quantize every named float result as deploy would (per
+    tensor, `thresholds`: name -> (threshold, min, max))."""
+    from tpu_xdsl.interp.top_interpreter import TopFunctions
+
+    base = next(f for f in runner.functions if isinstance(f, TopFunctions))
+    kinds = {type(op): op.name.split(".", 1)[1] for op in main_func(runner.module).body.block.ops
+             if op.name.startswith("top.") and op.name not in ("top.weight", "top.none")}
+
+    def wrap(base_impl):
+        def run(self, interpreter: Interpreter, op: Operation, args: PythonValues):
+            values = base_impl(interpreter, op, args).values
+            names = tensor_names(op)
+            return tuple(
+                fake_quantize(v, *thresholds[names[i]])
+                if i < len(names) and names[i] in thresholds and isinstance(v, np.ndarray) and v.dtype.kind == "f"
+                else v
+                for i, v in enumerate(values)
+            )
+        return run
+
+    methods = {f"run_{kind}": impl(cls)(wrap(getattr(base, f"run_{kind}"))) for cls, kind in kinds.items()
+               if hasattr(base, f"run_{kind}")}
+    return register_impls(type("QuantizeAll", (InterpreterFunctions,), methods))()
+
+
+def quantized_outputs(runner: ModuleRunner, sample: Mapping[str, np.ndarray],
+                      thresholds: Mapping[str, tuple[float, float, float]]) -> list[np.ndarray]:
+    """@main's outputs with every tensor of `thresholds` quantized per tensor."""
+    from tpu_xdsl.interp.runner import arrange_inputs
+
+    interpreter = Interpreter(runner.module)
+    for functions in runner.functions:
+        interpreter.register_implementations(functions)
+    interpreter.register_implementations(_quantize_all_functions(runner, thresholds), override=True)
+    return [np.asarray(v) for v in interpreter.call_op("main", tuple(arrange_inputs(runner.module, sample)))]
+
+
+def search(
+    runner: ModuleRunner,
+    samples: Sequence[Mapping[str, np.ndarray]],
+    candidates: Mapping[str, Mapping[str, float]],
+    ranges: Mapping[str, tuple[float, float]],
+    method: str,
+    progress: Callable[[int], None] = lambda n: None,
+    check_samples: Sequence[Mapping[str, np.ndarray]] = (),
+) -> SearchOutcome:
+    """`search_thresholds`, then the whole-model check against the default method on
+    `check_samples` (the search samples when none are given)."""
+    from tpu_xdsl.calibration.tune import cosine
+
+    results = search_thresholds(runner, samples, candidates, ranges, method, progress)
+    outcome = SearchOutcome(results)
+    if not any(r.chosen != r.default for r in results):
+        return outcome
+    default = {n: (c[method], *ranges[n]) for n, c in candidates.items()}
+    searched = dict(default)
+    searched.update({r.name: (r.chosen, *ranges[r.name]) for r in results})
+    default_cos, searched_cos = [], []
+    for sample in check_samples or samples:
+        reference = list(runner.run(sample).values())
+        default_cos.append(cosine(quantized_outputs(runner, sample, default), reference))
+        searched_cos.append(cosine(quantized_outputs(runner, sample, searched), reference))
+    outcome.default_cosine, outcome.searched_cosine = float(np.mean(default_cos)), float(np.mean(searched_cos))
+    outcome.kept_default = outcome.searched_cosine < outcome.default_cosine
+    return outcome
 
 
 def search_thresholds(

@@ -226,16 +226,27 @@ def run(args: argparse.Namespace) -> int:
         print(f"tuned {t.name}: {args.method} {t.default:.7f} {change}, output cosine "
               f"{t.default_cosine:.6f} -> {t.chosen_cosine:.6f}")
     if args.search_threshold:
-        changed = [s for s in result.searched if s.chosen != s.default]
-        methods = Counter(s.chosen_method for s in changed)
-        print(f"search-threshold: {len(changed)} of {len(result.table.rows)} tensors take another method than "
-              f"{args.method}" + (f" ({', '.join(f'{m} {n}' for m, n in methods.items())})" if methods else ""))
+        print(_search_summary(result.searched, len(result.table.rows), args.method))
     fewer = f" (only {len(dataset)} found)" if len(dataset) < args.input_num else ""
     method = "search-threshold" if args.search_threshold else args.method
     wrote = f"{args.output}" + (f" and {model_output} ({model_output.stem}_weights.npz); deploy {model_output} with this table"
                                 if model_output is not None else "")
     print(f"calibrated {len(result.table.rows)} tensors on {len(dataset)} samples{fewer} with {method}; wrote {wrote}")
     return 0
+
+
+def _search_summary(outcome, tensors: int, method: str) -> str:
+    changed = [r for r in outcome.results if r.chosen != r.default]
+    if outcome.kept_default:
+        return (f"search-threshold: the {len(changed)} tensors' searched thresholds give output cosine "
+                f"{outcome.searched_cosine:.6f} < {outcome.default_cosine:.6f} with {method} everywhere "
+                f"(per-tensor INT8 simulated); kept {method}")
+    methods = Counter(r.chosen_method for r in changed)
+    text = f"search-threshold: {len(changed)} of {tensors} tensors take another method than {method}"
+    if methods:
+        text += (f" ({', '.join(f'{m} {n}' for m, n in methods.items())}); output cosine "
+                 f"{outcome.default_cosine:.6f} -> {outcome.searched_cosine:.6f} (per-tensor INT8 simulated)")
+    return text
 
 
 def _calibrate_and_correct(args: argparse.Namespace, module, dataset, work: Path, model_output: Path | None):
