@@ -180,3 +180,16 @@ def test_bc_on_a_module_without_conv_or_matmul_is_a_note(tmp_path, capsys):
     assert code == 0, err
     assert "note: --bc found no INT8 conv or matmul" in out
     assert (tmp_path / "t").is_file() and (tmp_path / "relu_bc.mlir").is_file()
+
+
+def test_we_and_bc_together_write_one_module_named_after_both(tmp_path, capsys):
+    onnx_path = shifted_model(tmp_path / "shifted.onnx")
+    mlir = tmp_path / "shifted.mlir"
+    assert cli(capsys, "transform", "--model-def", onnx_path, "--model-name", "shifted", "-o", mlir)[0] == 0
+    cal = write_samples(tmp_path / "cal", inputs(MIN_SAMPLES, seed=3))
+    code, out, err = cli(capsys, "calibrate", mlir, "--dataset", cal, "--we", "--bc", "-o", tmp_path / "t")
+    assert code == 0, err
+    assert "note: --we found no conv -> conv chain" in out and "bias correction: 2 conv/matmul" in out
+    written = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("shifted_we"))
+    assert written == ["shifted_we_bc.mlir", "shifted_we_bc_weights.npz"]
+    assert read_table(tmp_path / "t").rows

@@ -199,7 +199,7 @@ def measure_shifts(
         for op, name, out_qparams in targets:
             args = []
             for operand in op.operands:
-                if _is_constant(operand) or operand.owner.name == "tpu.weight":  # type: ignore[union-attr]
+                if _is_constant(operand):
                     if operand not in constants:
                         constants[operand] = interpreter.run_op(operand.owner, ())[0]  # type: ignore[arg-type]
                     args.append(constants[operand])

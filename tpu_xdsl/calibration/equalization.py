@@ -53,6 +53,9 @@ class ConvPair:
     def names(self) -> str:
         return f"{_name(self.first)} -> {_name(self.second)}"
 
+    def __repr__(self) -> str:
+        return f"ConvPair({self.names})"
+
 
 @dataclass
 class EqualizationReport:
