@@ -392,7 +392,7 @@ class Codegen:
                 share = int(np.prod(slicing.sizes(step.boxes[result]))) / max(1, int(np.prod(member.shape.results[0])))
                 produced_by[result] = program.emit(
                     Compute, member.shape.kind, tuple(operands_local), (out,), step_plan.attrs, deps=deps,
-                    layer=names[index], macs=round(_macs(member.shape.kind, op) * share), group=group,
+                    layer=names[index], macs=round(op_macs(member.shape.kind, op) * share), group=group,
                 )
             last_compute[s] = max(produced_by.values())
             stores[s] = []
@@ -526,7 +526,7 @@ class Codegen:
             # A float conv too large even in the smallest output slices: also cut along
             # its input channels, summing the parts (backend/channel_parts.py).
             if channel_parts.applies(shape, dtypes) and channel_parts.emit(
-                self, op, shape, operands, dtypes, result_dtypes[0], layer, _macs(kind, op)
+                self, op, shape, operands, dtypes, result_dtypes[0], layer, op_macs(kind, op)
             ):
                 return
             raise
@@ -652,7 +652,7 @@ class Codegen:
                 ids.append(current[i])
             loads[k] = ids
 
-        macs = _macs(kind, op)
+        macs = op_macs(kind, op)
         total_out = max(1, int(np.prod(self.places[op.results[0]].shape)))
         # With two buffers the loads run one slice ahead (overlapping the compute before
         # them); with one, each slice's loads wait for the previous compute.
@@ -767,7 +767,8 @@ def _affine_strides(index: np.ndarray) -> tuple[int, tuple[int, ...]] | None:
     return (offset, tuple(strides)) if np.array_equal(expected, index) else None
 
 
-def _macs(kind: str, op: Operation) -> int:
+def op_macs(kind: str, op: Operation) -> int:
+    """The multiply-accumulates of a conv, deconv or matmul (TOP or TPU op; 0 for others)."""
     if kind not in ("conv", "deconv", "matmul"):
         return 0
     out = op.results[0].type.get_shape()  # type: ignore[attr-defined]

@@ -337,9 +337,10 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--generic", action="store_true", help="print generic form")
     check.set_defaults(func=_check)
 
-    from tpu_xdsl.tools import calibrate, compare, debug, demo, deploy, report
+    from tpu_xdsl.tools import calibrate, compare, debug, demo, deploy, report, search_qtable
 
     calibrate.add_parser(sub)
+    search_qtable.add_parser(sub)
     deploy.add_parser(sub)
     compare.add_parser(sub)
     demo.add_parser(sub)

@@ -32,7 +32,7 @@ output's (ONNX) name and the value it converts a derived one (`{name}_float16`,
 from __future__ import annotations
 
 import sys
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -114,12 +114,13 @@ def lower_top_to_tpu(
     mode: str,
     chip_name: str = "bm1684x",
     asymmetric: bool = False,
-    qtable: str | None = None,
+    qtable: str | Mapping[str, str] | None = None,
     quant_input: bool = False,
     quant_output: bool = False,
     per_tensor_activations: bool = False,
 ) -> LoweringReport:
-    """Lower `module` in place; reports the ops that fell back from INT8 to a float mode."""
+    """Lower `module` in place; reports the ops that fell back from INT8 to a float mode.
+    `qtable` is a quantize table's path, or its lines as a mapping (trusted: a search's)."""
     chip = chip_config(chip_name)
     mode = check_mode(chip, mode)
     state = module.attributes.get("module.state")
@@ -127,7 +128,10 @@ def lower_top_to_tpu(
         raise LoweringError(f"module.state is {state.data}: lower-top-to-tpu takes a TOP module")
     ops = main_func(module).body.block.ops
     names = [n for o in ops if o.name not in _KEEP and o.name.startswith("top.") for n in tensor_names(o)]
-    table = read_quantize_table(qtable, names, chip) if qtable else {}
+    if isinstance(qtable, Mapping):
+        table = dict(qtable)
+    else:
+        table = read_quantize_table(qtable, names, chip) if qtable else {}
     int8 = mode == "INT8" or "INT8" in table.values()
     if int8 and not _is_calibrated(module):
         raise LoweringError(

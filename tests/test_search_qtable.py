@@ -1,0 +1,234 @@
+"""`tpu-xdsl search-qtable`: sensitivity per op and the fewest float ops for a target cosine.
+
+The network is built so that the answer is known by hand: two 1x1 convolutions whose
+weights differ by about 1 % are subtracted. Each convolution's output spans a wide range
+and its INT8 rounding error (half a code of that range) is of the size of their small
+difference, so the two convolutions and the subtraction must leave INT8, and nothing
+else needs to. Accuracy is judged against onnxruntime running the float model.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from tests.test_cli_transform import tpu_xdsl
+
+CANCELLING = ("a", "b", "d")  # the two convolutions and their difference
+
+
+def _cancelling_model(path: Path) -> None:
+    rng = np.random.default_rng(7)
+
+    def init(name, array):
+        return numpy_helper.from_array(np.asarray(array, dtype=np.float32), name)
+
+    wa = rng.standard_normal((8, 8, 1, 1))
+    inits = [
+        init("w0", rng.standard_normal((8, 4, 3, 3)) * 0.4), init("b0", rng.standard_normal(8) * 0.1),
+        init("wa", wa), init("wb", wa * (1 + 0.01 * rng.standard_normal(wa.shape))),
+        init("wo", rng.standard_normal((4, 8, 1, 1)) * 0.5), init("bo", rng.standard_normal(4) * 0.1),
+    ]
+    nodes = [
+        helper.make_node("Conv", ["x", "w0", "b0"], ["c0"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c0"], ["r0"]),
+        helper.make_node("Conv", ["r0", "wa"], ["a"]),
+        helper.make_node("Conv", ["r0", "wb"], ["b"]),
+        helper.make_node("Sub", ["a", "b"], ["d"]),
+        helper.make_node("Conv", ["d", "wo", "bo"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "cancelling", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 12, 12])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 12, 12])], inits,
+    )
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory):
+    """The TOP module, its calibration table (12 samples) and 8 disjoint evaluation samples."""
+    folder = tmp_path_factory.mktemp("search_qtable")
+    model = folder / "net.onnx"
+    _cancelling_model(model)
+    rng = np.random.default_rng(3)
+    data = folder / "data"
+    data.mkdir()
+    for i in range(20):
+        np.savez(data / f"s{i:02d}.npz", x=rng.standard_normal((1, 4, 12, 12)).astype(np.float32))
+    cal = folder / "cal"
+    cal.mkdir()
+    for i in range(12):
+        (cal / f"s{i:02d}.npz").write_bytes((data / f"s{i:02d}.npz").read_bytes())
+    mlir = folder / "net.mlir"
+    done = tpu_xdsl("transform", "--model-def", str(model), "--model-name", "net", "-o", str(mlir))
+    assert done.returncode == 0, done.stderr
+    table = folder / "net_cali_table"
+    done = tpu_xdsl("calibrate", str(mlir), "--dataset", str(cal), "--input-num", "12", "-o", str(table))
+    assert done.returncode == 0, done.stderr
+    evaluation = [np.load(data / f"s{i:02d}.npz")["x"] for i in range(12, 20)]
+    return {"folder": folder, "model": model, "mlir": mlir, "table": table, "cal": cal, "eval": evaluation}
+
+
+def _search(prepared, *extra: str, output: str = "net_qtable") -> subprocess.CompletedProcess:
+    return tpu_xdsl(
+        "search-qtable", str(prepared["mlir"]), "--calibration-table", str(prepared["table"]),
+        "--dataset", str(prepared["cal"]), "--input-num", "12", "--chip", "bm1684x", "--jobs", "1",
+        *extra, "-o", str(prepared["folder"] / output),
+    )
+
+
+def _mean_cosine_against_onnxruntime(prepared, qtable: Path | None) -> float:
+    """Deploy in INT8 (with the quantize table, if any) and run the TPU interpreter on the
+    evaluation samples; mean cosine of the final output against onnxruntime."""
+    from tpu_xdsl.calibration.table import read_table
+    from tpu_xdsl.interp.runner import ModuleRunner
+    from tpu_xdsl.ir_io import read_module
+    from tpu_xdsl.transforms.import_calibration import import_calibration
+    from tpu_xdsl.transforms.lower_top_to_tpu import lower_top_to_tpu
+    from tpu_xdsl.weights import attach_weights, weights_of
+
+    module = read_module(prepared["mlir"])
+    attach_weights(module, base_dir=prepared["folder"])
+    import_calibration(module, read_table(prepared["table"]), "table")
+    lower_top_to_tpu(module, "INT8", "bm1684x", qtable=str(qtable) if qtable else None)
+    runner = ModuleRunner(module, weights_of(module))
+    session = ort.InferenceSession(str(prepared["model"]))
+    cosines = []
+    for x in prepared["eval"]:
+        expected = session.run(None, {"x": x})[0].astype(np.float64).ravel()
+        actual = np.asarray(runner.run({"x": x})["y"], dtype=np.float64).ravel()
+        cosines.append(expected @ actual / np.linalg.norm(expected) / np.linalg.norm(actual))
+    return float(np.mean(cosines))
+
+
+def test_search_floats_the_cancelling_ops_and_meets_the_target(prepared):
+    done = _search(prepared, "--target-cosine", "0.99")
+    assert done.returncode == 0, done.stdout + done.stderr
+    table = (prepared["folder"] / "net_qtable").read_text()
+    lines = [line.split() for line in table.splitlines() if line and not line.startswith("#")]
+    assert {name for name, _ in lines} == set(CANCELLING), table
+    assert {mode for _, mode in lines} == {"F16"}  # bm1684x's fast float mode by default
+    assert re.search(r"^# target cosine 0\.99", table, re.MULTILINE)
+    assert re.search(r"^# float ops: 3 in F16; MACs in float: \d", table, re.MULTILINE)
+    # The sensitivity table: every op that INT8 computes, worst first; the worst three
+    # are the cancelling ones.
+    rows = [line.split() for line in done.stdout.splitlines() if re.match(r"^\S+\s+(conv|sub|add)\s", line)]
+    assert {row[0] for row in rows[:3]} == set(CANCELLING), done.stdout
+    assert {row[0] for row in rows} == {*CANCELLING, "r0", "y"}  # r0: the first conv, its ReLU fused
+    # What the table promises holds on samples the search did not see, against onnxruntime.
+    before = _mean_cosine_against_onnxruntime(prepared, None)
+    after = _mean_cosine_against_onnxruntime(prepared, prepared["folder"] / "net_qtable")
+    assert before < 0.95 and after >= 0.99, (before, after)
+
+
+def test_the_table_deploys_with_the_cli(prepared):
+    qtable = prepared["folder"] / "net_qtable"
+    if not qtable.exists():
+        assert _search(prepared).returncode == 0
+    x = prepared["eval"][0]
+    np.savez(prepared["folder"] / "x.npz", x=x)
+    done = tpu_xdsl(
+        "deploy", str(prepared["mlir"]), "--quantize", "INT8", "--calibration-table", str(prepared["table"]),
+        "--quantize-table", str(qtable), "--chip", "bm1684x", "-o", str(prepared["folder"] / "net_mixed.mlir"),
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    text = (prepared["folder"] / "net_mixed.mlir").read_text()
+    assert text.count("tpu.conv") == 4 and "f16" in text and "i8" in text
+
+
+def test_a_target_out_of_reach_names_the_best_cosine_and_writes_nothing(prepared):
+    done = _search(prepared, "--target-cosine", "0.99", "--max-float-ops", "1", output="capped_qtable")
+    assert done.returncode == 1, done.stdout + done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert "needs more than 1 op(s) in F16" in line and re.search(r"reach 0\.\d{6}", line), line
+    assert not (prepared["folder"] / "capped_qtable").exists()
+    done = _search(prepared, "--target-cosine", "1.0", "--float-mode", "BF16", output="exact_qtable")
+    assert done.returncode == 1, done.stdout + done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert "cannot be met even with every op in BF16" in line and "best reached is 0.99" in line, line
+    assert not (prepared["folder"] / "exact_qtable").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--float-mode", "F16", "--chip", "cv183x"], "--float-mode F16: chip cv183x computes floats in BF16"),
+        (["--target-cosine", "1.5"], "--target-cosine 1.5: give a cosine in (0, 1]"),
+        (["--jobs", "0"], "--jobs 0: give 1 or more worker processes"),
+        (["--cluster", "ray://127.0.0.1:1"], "--cluster ray://127.0.0.1:1: cannot connect"),
+        (["--cluster", "127.0.0.1:1"], "give ray://HOST:PORT"),
+    ],
+)
+def test_bad_flags_are_one_line_errors(prepared, args, message):
+    done = _search(prepared, *args, output="bad_qtable")
+    assert done.returncode == 2, done.stdout + done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert message in line, line
+    assert not (prepared["folder"] / "bad_qtable").exists()
+
+
+def test_the_output_never_overwrites_an_input(prepared):
+    done = tpu_xdsl(
+        "search-qtable", str(prepared["mlir"]), "--calibration-table", str(prepared["table"]),
+        "--dataset", str(prepared["cal"]), "-o", str(prepared["table"]),
+    )
+    assert done.returncode == 2
+    assert "would overwrite --calibration-table" in done.stderr
+    done = tpu_xdsl("search-qtable", str(prepared["mlir"]), "--dataset", str(prepared["cal"]), "-o",
+                    str(prepared["folder"] / "q"))
+    assert done.returncode == 2 and "give --calibration-table" in done.stderr
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_ray_cluster_writes_the_same_table_byte_for_byte(prepared, tmp_path):
+    """A local Ray head on 127.0.0.1 with 2 CPUs, reached as a Ray Client: the sensitivity
+    table and the quantize table equal the local run's."""
+    ray = Path(sys.executable).parent / "ray"
+    port, client = _free_port(), _free_port()
+    env_dir = tempfile.mkdtemp(prefix="ray")  # short: Ray's socket paths must stay under 108 bytes
+    start = subprocess.run(
+        [str(ray), "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}", "--num-cpus=2",
+         f"--ray-client-server-port={client}", "--include-dashboard=false", f"--temp-dir={env_dir}",
+         "--disable-usage-stats"],
+        capture_output=True, text=True, timeout=180, check=False,
+    )
+    assert start.returncode == 0, start.stdout + start.stderr
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # the client server starts after the head
+            try:
+                socket.create_connection(("127.0.0.1", client), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(1)
+        local = _search(prepared, output="local_qtable")
+        remote = _search(prepared, "--cluster", f"ray://127.0.0.1:{client}", output="ray_qtable")
+    finally:
+        subprocess.run([str(ray), "stop", "--force"], capture_output=True, timeout=120, check=False)
+        shutil.rmtree(env_dir, ignore_errors=True)
+    assert local.returncode == 0, local.stdout + local.stderr
+    assert remote.returncode == 0, remote.stdout + remote.stderr
+    folder = prepared["folder"]
+    assert (folder / "ray_qtable").read_bytes() == (folder / "local_qtable").read_bytes()
+
+    def sensitivity(out: str) -> list[str]:
+        return [line for line in out.splitlines() if re.match(r"^\S+\s+(conv|sub|add)\s", line)]
+
+    assert sensitivity(remote.stdout) == sensitivity(local.stdout) != []

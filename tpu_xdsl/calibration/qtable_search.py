@@ -1,0 +1,414 @@
+"""Mixed precision by measurement: which ops must leave INT8 for the model to keep its accuracy
+(TPU-MLIR's run_sensitive_layer and search_qtable).
+
+Every score is the real thing: the calibrated TOP module lowered with one quantize table
+(`lower_top_to_tpu(..., qtable=...)`) and run by the TPU interpreter on the search samples;
+its final outputs are compared with the TOP (F32) interpreter's. A sample's cosine is the
+lowest over the model's outputs; a configuration's score is the mean over the samples.
+
+1. Sensitivity of each candidate op (an op INT8 computes; data movement is exact in INT8 and
+   is left out): the score when it alone is INT8 (everything else in the float mode), and
+   when it alone is float (everything else INT8).
+2. Ops ranked worst first: lowest INT8-alone score, then highest float-alone score.
+3. The shortest prefix of the ranking that meets the target in float, by binary search
+   (the scores along the ranking are close to monotone; the search checks its answer).
+4. Pruning: the chosen ops, least sensitive first, each dropped when the rest still meet
+   the target.
+
+The scoring runs in worker processes (`tpu_xdsl.workers`): a task is one configuration over
+all samples and returns one cosine per sample, so the results, and the table written from
+them, do not depend on where or in which order they ran.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from tpu_xdsl.errors import TpuXdslError
+
+# TOP ops that move or select data: exact in INT8 (codes in, the same codes out), so they
+# never need a float mode and are not worth a sensitivity run.
+DATA_MOVEMENT = frozenset({
+    "reshape", "permute", "squeeze", "unsqueeze", "flatten", "slice", "split", "concat", "pad",
+    "max_pool", "relu", "depth2space", "space2depth", "tile", "gather", "transpose", "upsample",
+    "shuffle_channel", "expand", "identity", "reverse", "strided_slice",
+})
+# TOP ops that are not computations at all.
+_NOT_OPS = frozenset({"top.input", "top.weight", "top.none"})
+MAC_KINDS = {"top.conv": "conv", "top.deconv": "deconv", "top.matmul": "matmul"}
+
+
+class SearchError(TpuXdslError):
+    """The search cannot start: its inputs do not fit the module."""
+
+
+class TargetNotMet(Exception):
+    """The target cosine is out of reach (every candidate op in float, or the --max-float-ops
+    allowance); `best` is the highest score reached."""
+
+    def __init__(self, message: str, best: float):
+        super().__init__(message)
+        self.best = best
+
+
+@dataclass(frozen=True)
+class Candidate:
+    name: str  # the op's first tensor name: its key in the quantize table
+    kind: str  # the TOP op, without "top."
+    macs: int
+
+
+@dataclass(frozen=True)
+class Config:
+    """A lowering: the module's mode and the quantize table's lines (sorted, hashable)."""
+
+    mode: str
+    table: tuple[tuple[str, str], ...] = ()
+
+    @staticmethod
+    def of(mode: str, table: Mapping[str, str]) -> Config:
+        return Config(mode, tuple(sorted(table.items())))
+
+
+@dataclass(frozen=True)
+class Sensitivity:
+    candidate: Candidate
+    int8_alone: float  # score with only this op in INT8
+    float_alone: float  # score with only this op in the float mode
+
+
+@dataclass
+class SearchResult:
+    sensitivities: list[Sensitivity]  # worst first
+    float_ops: list[Candidate]  # in ranking order
+    score: float  # of the chosen table
+    all_int8: float
+    all_float: float
+    total_macs: int
+    runs: int = 0
+
+    @property
+    def float_macs(self) -> int:
+        return sum(c.macs for c in self.float_ops)
+
+
+# -- one configuration, run on the samples -------------------------------------------------
+
+
+class Evaluator:
+    """The calibrated TOP module, the samples and their TOP (F32) outputs, kept in one
+    process; `score` lowers a copy in a configuration and runs it on every sample.
+
+    Configurations differ from each other in a few ops, so most of what a run computes
+    was computed before: every op's results are kept per sample under a key of the op
+    (its kind, attributes and types) and of the keys of its operands' producers, a hash
+    of the whole computation that leads to it. An op whose key was seen is not run
+    again. The cache keeps the runs of the all-INT8 and all-float configurations (the
+    bases every other configuration differs from least) until `CACHE_BYTES` is used."""
+
+    CACHE_BYTES = 3 << 29  # 1.5 GiB per worker
+
+    def __init__(self, mlir_path: str | Path, table_path: str | Path | None, chip: str,
+                 sample_paths: Sequence[str | Path], asymmetric: bool = False):
+        from tpu_xdsl.calibration.dataset import SampleLoader
+        from tpu_xdsl.calibration.table import read_table
+        from tpu_xdsl.interp.runner import ModuleRunner
+        from tpu_xdsl.ir_io import read_module
+        from tpu_xdsl.transforms.import_calibration import import_calibration
+        from tpu_xdsl.weights import attach_weights
+
+        self.chip = chip
+        self.asymmetric = asymmetric
+        self.module = read_module(Path(mlir_path))
+        store = attach_weights(self.module, base_dir=Path(mlir_path).parent)
+        if table_path is not None:
+            import_calibration(self.module, read_table(table_path), str(table_path))
+        self.weights = {name: store[name] for name in store}  # with the calibration's channel ranges
+        loader = SampleLoader(self.module)
+        self.samples = [loader.load(Path(p)) for p in sample_paths]
+        reference = ModuleRunner(self.module, self.weights)
+        self.references = [reference.run(s) for s in self.samples]
+        self.informative = informative_outputs(self.references)
+        self.caches: list[dict[int, tuple]] = [{} for _ in self.samples]
+        self.cached_bytes = 0
+
+    def score(self, config: Config) -> tuple[float, ...]:
+        """One cosine per sample: the lowest over the outputs."""
+        from tpu_xdsl.transforms.lower_top_to_tpu import lower_top_to_tpu
+        from tpu_xdsl.weights import attach_weights
+
+        module = self.module.clone()
+        store = attach_weights(module, dict(self.weights))
+        lower_top_to_tpu(module, config.mode, self.chip, self.asymmetric, qtable=dict(config.table))
+        record = not config.table  # a base configuration
+        run = _MemoizedRun(module, store)
+        cosines = []
+        for sample, reference, cache, names in zip(
+            self.samples, self.references, self.caches, self.informative, strict=True
+        ):
+            if not names:
+                cosines.append(math.nan)
+                continue
+            keep = record and self.cached_bytes < self.CACHE_BYTES
+            outputs, added = run(sample, cache, keep)
+            self.cached_bytes += added
+            cosines.append(min(cosine(reference[name], outputs[name]) for name in names))
+        return tuple(cosines)
+
+
+class _MemoizedRun:
+    """Runs a lowered module's @main op by op, taking the results of ops whose key is in
+    the sample's cache from there (see `Evaluator`)."""
+
+    def __init__(self, module, store):
+        from xdsl.interpreter import Interpreter
+
+        from tpu_xdsl.interp.runner import (
+            ModuleRunner,
+            arrange_inputs,
+            main_func,
+            output_names,
+        )
+
+        self.module = module
+        self.block = main_func(module).body.block
+        self.output_names = output_names(module)
+        self.arrange = arrange_inputs
+        self.interpreter = Interpreter(module)
+        for functions in ModuleRunner(module, store).functions:
+            self.interpreter.register_implementations(functions)
+        keys: dict = {arg: hash(("arg", arg.index)) for arg in self.block.args}
+        self.keys: list[int] = []
+        for op in self.block.ops:
+            key = hash((_signature(op), tuple(keys[v] for v in op.operands)))
+            self.keys.append(key)
+            for result in op.results:
+                keys[result] = hash((key, result.index))
+
+    def __call__(self, sample: Mapping[str, np.ndarray], cache: dict[int, tuple], keep: bool):
+        values: dict = dict(zip(self.block.args, self.arrange(self.module, sample), strict=True))
+        added = 0
+        outputs: tuple = ()
+        for op, key in zip(self.block.ops, self.keys, strict=True):
+            inputs = tuple(values[v] for v in op.operands)
+            if op is self.block.last_op:
+                outputs = inputs
+                break
+            results = cache.get(key)
+            if results is None:
+                results = self.interpreter.run_op(op, inputs)
+                if keep and op.operands:
+                    cache[key] = results
+                    added += sum(getattr(r, "nbytes", 0) for r in results)
+            values.update(zip(op.results, results, strict=True))
+        return dict(zip(self.output_names, (np.asarray(o) for o in outputs), strict=True)), added
+
+
+def _signature(op) -> str:
+    """What an op computes, less its operands: kind, attributes and types."""
+    attributes = ";".join(f"{k}={v}" for k, v in sorted(op.attributes.items()))
+    properties = ";".join(f"{k}={v}" for k, v in sorted(op.properties.items()))
+    types = ",".join(str(v.type) for v in (*op.operands, *op.results))
+    return f"{op.name}|{attributes}|{properties}|{types}"
+
+
+# An output of a sample whose norm is below this share of the output's median norm over the
+# samples says nothing: a text detector's map of a crop without text is ~1e-8 everywhere,
+# below float16's smallest number, and the cosine of two such maps is noise.
+EMPTY_SHARE = 1e-3
+
+
+def informative_outputs(references: Sequence[Mapping[str, np.ndarray]]) -> list[list[str]]:
+    """Per sample, the outputs whose cosine means something (not empty, see EMPTY_SHARE)."""
+    if not references:
+        return []
+    norms = {name: [float(np.linalg.norm(np.asarray(r[name], dtype=np.float64))) for r in references]
+             for name in references[0]}
+    medians = {name: float(np.median(values)) for name, values in norms.items()}
+    return [
+        [name for name in references[0] if norms[name][i] > EMPTY_SHARE * medians[name] or medians[name] == 0]
+        for i in range(len(references))
+    ]
+
+
+def cosine(reference: np.ndarray, actual: np.ndarray) -> float:
+    """Cosine similarity in float64; two all-zero tensors agree (1.0), one all-zero
+    tensor against another does not (0.0)."""
+    a = np.asarray(reference, dtype=np.float64).ravel()
+    b = np.asarray(actual, dtype=np.float64).ravel()
+    if not (np.isfinite(a).all() and np.isfinite(b).all()):
+        return 0.0
+    na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
+    if na == 0 or nb == 0:
+        return 1.0 if na == nb else 0.0
+    return float(np.clip(a @ b / (na * nb), -1.0, 1.0))
+
+
+# -- the search ------------------------------------------------------------------------------
+
+
+def candidates(module, chip: str) -> list[Candidate]:
+    """The ops an all-INT8 lowering computes in INT8, in program order, less data movement."""
+    from tpu_xdsl.backend.codegen import op_macs
+    from tpu_xdsl.interp.runner import main_func, tensor_names
+
+    found = []
+    for op in main_func(module).body.block.ops:
+        if op.name in _NOT_OPS or not op.name.startswith("top."):
+            continue
+        kind = op.name.removeprefix("top.")
+        names = tensor_names(op)
+        if not names or kind in DATA_MOVEMENT:
+            continue
+        macs = op_macs(MAC_KINDS[op.name], op) if op.name in MAC_KINDS else 0
+        found.append(Candidate(names[0], kind, macs))
+    return found
+
+
+Scorer = Callable[[list[Config]], list[tuple[float, ...]]]
+
+
+@dataclass
+class Search:
+    """The search's bookkeeping: scores are memoized by configuration, and asked for in
+    batches so the workers stay busy."""
+
+    scorer: Scorer
+    float_mode: str
+    target: float
+    progress: Callable[[int], None] = lambda n: None
+    cache: dict[Config, float] = field(default_factory=dict)
+
+    def scores(self, configs: Iterable[Config]) -> list[float]:
+        configs = list(configs)
+        missing = list(dict.fromkeys(c for c in configs if c not in self.cache))
+        if missing:
+            for config, per_sample in zip(missing, self.scorer(missing), strict=True):
+                self.cache[config] = float(np.nanmean(per_sample))
+        return [self.cache[c] for c in configs]
+
+    def floated(self, ops: Iterable[Candidate]) -> Config:
+        return Config.of("INT8", {c.name: self.float_mode for c in ops})
+
+    def score_of(self, ops: Iterable[Candidate]) -> float:
+        return self.scores([self.floated(ops)])[0]
+
+
+def run_search(
+    ops: list[Candidate], scorer: Scorer, float_mode: str, target: float,
+    max_float_ops: int | None = None, progress: Callable[[str, int], Callable[[int], None]] | None = None,
+    before_sensitivity: Callable[[float, float], None] | None = None,
+) -> SearchResult:
+    """Sensitivity, ranking, binary search and pruning (the module docstring); raises
+    TargetNotMet when no allowed set of float ops reaches `target`."""
+    search = Search(scorer, float_mode, target)
+    all_int8, all_float = search.scores([Config("INT8"), Config(float_mode)])
+    total_macs = sum(c.macs for c in ops)
+    if all_float < target:
+        raise TargetNotMet(
+            f"the target cosine {target} cannot be met even with every op in {float_mode}: the best "
+            f"reached is {all_float:.6f}; lower --target-cosine or choose a more precise --float-mode",
+            all_float,
+        )
+    if before_sensitivity is not None:
+        before_sensitivity(all_int8, all_float)
+    configs = [Config.of(float_mode, {c.name: "INT8"}) for c in ops] + [search.floated([c]) for c in ops]
+    if progress is not None:
+        search.scorer = _with_progress(scorer, progress("sensitivity", len(configs)))
+    values = search.scores(configs)
+    sensitivities = [Sensitivity(c, values[i], values[len(ops) + i]) for i, c in enumerate(ops)]
+    sensitivities.sort(key=lambda s: (s.int8_alone, -s.float_alone, s.candidate.name))
+    ranked = [s.candidate for s in sensitivities]
+    if progress is not None:
+        search.scorer = _with_progress(scorer, progress("search", 0))
+    chosen: list[Candidate] = []
+    if all_int8 < target:
+        limit = len(ranked) if max_float_ops is None else min(max_float_ops, len(ranked))
+        chosen = _shortest_prefix(search, ranked, limit)
+        chosen = _prune(search, chosen)
+    score = search.score_of(chosen)
+    return SearchResult(sensitivities, chosen, score, all_int8, all_float, total_macs, len(search.cache))
+
+
+def _with_progress(scorer: Scorer, advance: Callable[[int], None]) -> Scorer:
+    def scored(configs: list[Config]) -> list[tuple[float, ...]]:
+        result = scorer(configs)
+        advance(len(configs))
+        return result
+
+    return scored
+
+
+def _shortest_prefix(search: Search, ranked: list[Candidate], limit: int) -> list[Candidate]:
+    """The shortest ranked[:k], k <= limit, that meets the target (binary search; scores
+    along the ranking are close to monotone, so the answer is checked and, when the
+    bisection was misled, the next longer prefixes tried)."""
+    if limit == 0 or search.score_of(ranked[:limit]) < search.target:
+        best = search.score_of(ranked[:limit]) if limit else search.score_of([])
+        if limit < len(ranked):
+            raise TargetNotMet(
+                f"the target cosine {search.target} needs more than {limit} op(s) in {search.float_mode}: "
+                f"the {limit} most sensitive reach {best:.6f}; raise --max-float-ops or lower --target-cosine",
+                best,
+            )
+        raise TargetNotMet(
+            f"the target cosine {search.target} cannot be met with every INT8 op in {search.float_mode}: "
+            f"the best reached is {best:.6f}; lower --target-cosine",
+            best,
+        )
+    low, high = 0, limit  # ranked[:low] misses the target, ranked[:high] meets it
+    while high - low > 1:
+        middle = (low + high) // 2
+        if search.score_of(ranked[:middle]) >= search.target:
+            high = middle
+        else:
+            low = middle
+    return ranked[:high]
+
+
+def _prune(search: Search, chosen: list[Candidate]) -> list[Candidate]:
+    """Drop each chosen op, least sensitive first, whose removal keeps the target."""
+    kept = list(chosen)
+    for op in reversed(chosen):
+        trial = [c for c in kept if c is not op]
+        if search.score_of(trial) >= search.target:
+            kept = trial
+    return kept
+
+
+# -- the table ------------------------------------------------------------------------------
+
+
+def format_qtable(result: SearchResult, model: str, chip: str, target: float, samples: int,
+                  float_mode: str) -> str:
+    """TPU-MLIR's quantize-table format ('op_name MODE' lines) under a comment header."""
+    share = result.float_macs / result.total_macs if result.total_macs else 0.0
+    lines = [
+        f"# quantize table for {model} on {chip}, written by tpu-xdsl search-qtable",
+        f"# target cosine {target}: mean over {samples} samples of the final-output cosine against TOP (F32)",
+        (f"# achieved cosine {result.score:.6f} (every op INT8: {result.all_int8:.6f}; every op "
+         f"{float_mode}: {result.all_float:.6f})"),
+        f"# float ops: {len(result.float_ops)} in {float_mode}; MACs in float: {share:.2%}",
+        "# op_name mode",
+    ]
+    lines += [f"{c.name} {float_mode}" for c in result.float_ops]
+    return "\n".join(lines) + "\n"
+
+
+def format_sensitivity(result: SearchResult) -> list[str]:
+    """The sensitivity table, worst first, with each op's share of the MACs."""
+    width = max([len(s.candidate.name) for s in result.sensitivities] + [2])
+    rows = [f"{'op':<{width}}  {'type':<14} {'MACs %':>7} {'INT8 alone':>11} {'float alone':>12}  float"]
+    chosen = {c.name for c in result.float_ops}
+    for s in result.sensitivities:
+        share = s.candidate.macs / result.total_macs if result.total_macs else 0.0
+        rows.append(
+            f"{s.candidate.name:<{width}}  {s.candidate.kind:<14} {share:7.2%} {s.int8_alone:11.6f} "
+            f"{s.float_alone:12.6f}  {'yes' if s.candidate.name in chosen else ''}"
+        )
+    return rows

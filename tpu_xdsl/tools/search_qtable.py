@@ -1,0 +1,180 @@
+"""`tpu-xdsl search-qtable`: the fewest ops to leave INT8 for a target accuracy (TPU-MLIR's
+run_sensitive_layer and search_qtable).
+
+    tpu-xdsl search-qtable N.mlir --calibration-table T --dataset DIR [--input-num K] \\
+        --chip C [--target-cosine 0.99] [--float-mode F16|BF16|F32] [--max-float-ops N] \\
+        [--jobs J] [--cluster ray://HOST:PORT|auto] -o N_qtable
+
+Prints each op's sensitivity (worst first) and writes a quantize table that `tpu-xdsl deploy
+--quantize INT8 --quantize-table N_qtable` reads. The algorithm is in
+`tpu_xdsl.calibration.qtable_search`. Exit codes: 0 written, 1 the target cannot be met (one
+line naming the best cosine reached; nothing written), 2 unusable flags or inputs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from tpu_xdsl.errors import TpuXdslError
+
+
+class SearchUsageError(TpuXdslError):
+    """A `search-qtable` flag or input is unusable."""
+
+
+DEFAULT_FLOAT_MODES = ("F16", "BF16", "F32")  # TPU-MLIR's "auto": the chip's fast float mode
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    s = subparsers.add_parser(
+        "search-qtable", help="per-op sensitivity and the fewest float ops that meet a target cosine -> quantize table"
+    )
+    s.add_argument("model", help="the TOP .mlir written by tpu-xdsl transform")
+    s.add_argument("--calibration-table", help="the table tpu-xdsl calibrate wrote (not needed for pre-quantized models)")
+    s.add_argument("--dataset", help="a folder of images or .npz/.npy samples (sorted by name)")
+    s.add_argument("--data-list", help="a text file naming one sample per line (# comments)")
+    s.add_argument("--input-num", type=int, default=24, help="search on the first K samples (default 24)")
+    s.add_argument("--chip", default="bm1684x", help="the chip (default bm1684x)")
+    s.add_argument("--target-cosine", type=float, default=0.99,
+                   help="mean final-output cosine against TOP (F32) to reach (default 0.99)")
+    s.add_argument("--float-mode", help="the mode of the ops taken out of INT8 (default: F16 where the chip has it, "
+                                        "else BF16)")
+    s.add_argument("--max-float-ops", type=int, help="at most this many ops in float")
+    s.add_argument("--asymmetric", action="store_true", help="search for asymmetric INT8 (deploy --asymmetric)")
+    s.add_argument("--jobs", type=int, help="worker processes (default: 2 on 2+ cores)")
+    s.add_argument("--cluster", help="run the candidates on a Ray cluster: ray://HOST:PORT, or auto for a running "
+                                     "local one (pip install -e '.[cluster]')")
+    s.add_argument("-o", "--output", required=True, help="the quantize table to write")
+    s.set_defaults(func=run)
+    return s
+
+
+def check_args(args: argparse.Namespace):
+    """The chip, the float mode and the paths, checked before any run; the chip's config."""
+    from tpu_xdsl.device.chip import chip_config
+
+    if (args.dataset is None) == (args.data_list is None):
+        raise SearchUsageError("give the samples with exactly one of --dataset DIR or --data-list FILE")
+    if args.input_num < 1:
+        raise SearchUsageError(f"--input-num {args.input_num}: search on at least 1 sample")
+    if not 0 < args.target_cosine <= 1:
+        raise SearchUsageError(f"--target-cosine {args.target_cosine}: give a cosine in (0, 1], e.g. 0.99")
+    if args.max_float_ops is not None and args.max_float_ops < 0:
+        raise SearchUsageError(f"--max-float-ops {args.max_float_ops}: give 0 or more")
+    if args.jobs is not None and args.jobs < 1:
+        raise SearchUsageError(f"--jobs {args.jobs}: give 1 or more worker processes")
+    try:
+        chip = chip_config(args.chip)
+    except TpuXdslError as e:
+        raise SearchUsageError(f"--chip {args.chip}: {e}") from e
+    if "INT8" not in chip.modes:
+        raise SearchUsageError(f"--chip {args.chip} has no INT8 mode: nothing to search")
+    if args.float_mode is None:
+        args.float_mode = next(m for m in DEFAULT_FLOAT_MODES if chip.supports(m))
+    args.float_mode = args.float_mode.upper()
+    if args.float_mode not in DEFAULT_FLOAT_MODES or not chip.supports(args.float_mode):
+        floats = ", ".join(m for m in chip.modes if m != "INT8")
+        raise SearchUsageError(f"--float-mode {args.float_mode}: chip {chip.name} computes floats in {floats}")
+    output = Path(args.output)
+    if output.is_dir():
+        raise SearchUsageError(f"-o {args.output}: is a folder; name the quantize table file to write")
+    if not output.parent.is_dir():
+        raise SearchUsageError(f"-o {args.output}: folder {output.parent} does not exist")
+    for flag, given in (("the model", args.model), ("--calibration-table", args.calibration_table),
+                        ("--data-list", args.data_list)):
+        if given is not None and output.resolve() == Path(given).resolve():
+            raise SearchUsageError(f"-o {args.output}: would overwrite {flag}; name the table {output.stem}_qtable")
+    if args.calibration_table is not None and not Path(args.calibration_table).is_file():
+        raise SearchUsageError(f"--calibration-table {args.calibration_table}: no such file; tpu-xdsl calibrate writes it")
+    return chip
+
+
+def _progress(description: str, total: int):
+    from tqdm import tqdm
+
+    bar = tqdm(total=total or None, desc=description, unit="run", disable=None, leave=False, file=sys.stderr)
+
+    def advance(n: int) -> None:
+        bar.update(n)
+        if total and bar.n >= total:
+            bar.close()
+
+    return advance
+
+
+def run(args: argparse.Namespace) -> int:
+    from tpu_xdsl.calibration.dataset import Dataset
+    from tpu_xdsl.calibration.model_scales import is_model_calibrated
+    from tpu_xdsl.calibration.qtable_search import (
+        Evaluator,
+        TargetNotMet,
+        candidates,
+        format_qtable,
+        format_sensitivity,
+        run_search,
+    )
+    from tpu_xdsl.calibration.table import read_table
+    from tpu_xdsl.tools.calibrate import check_top_module, read_top_module
+    from tpu_xdsl.workers import check_cluster, default_jobs, workers
+
+    chip = check_args(args)
+    module = read_top_module(args.model)
+    check_top_module(module, args.model)
+    if args.calibration_table is None and not is_model_calibrated(module):
+        raise SearchUsageError("give --calibration-table: INT8 needs the ranges tpu-xdsl calibrate writes")
+    if args.calibration_table is not None:
+        read_table(args.calibration_table)  # a malformed table is a one-line error here, not in a worker
+    dataset = (Dataset.from_dir(args.dataset, args.input_num) if args.dataset is not None
+               else Dataset.from_list(args.data_list, args.input_num))
+    dataset.check(module)
+    if args.cluster:
+        check_cluster(args.cluster)
+    ops = candidates(module, chip.name)
+    if not ops:
+        raise SearchUsageError(f"{args.model}: has no op that INT8 computes (only data movement); nothing to search")
+    started = time.perf_counter()
+    factory_args = (args.model, args.calibration_table, chip.name, [str(p) for p in dataset.paths], args.asymmetric)
+    jobs = args.jobs or default_jobs()
+
+    with workers(Evaluator, factory_args, jobs, args.cluster) as pool:
+        def scorer(configs):
+            return pool.map("score", configs)
+
+        def announce(all_int8: float, all_float: float) -> None:
+            print(f"every op INT8: cosine {all_int8:.6f}; every op {args.float_mode}: {all_float:.6f}; "
+                  f"target {args.target_cosine}; {len(ops)} candidate ops, {2 * len(ops)} sensitivity runs "
+                  f"on {len(dataset)} samples", flush=True)
+
+        try:
+            result = run_search(ops, scorer, args.float_mode, args.target_cosine, args.max_float_ops,
+                                _progress, announce)
+        except TargetNotMet as e:
+            print(f"tpu-xdsl search-qtable: {e}", file=sys.stderr)
+            return 1
+    seconds = time.perf_counter() - started
+    for line in format_sensitivity(result):
+        print(line)
+    name = Path(args.model).stem
+    text = format_qtable(result, name, chip.name, args.target_cosine, len(dataset), args.float_mode)
+    _write_atomically(Path(args.output), text)
+    share = result.float_macs / result.total_macs if result.total_macs else 0.0
+    print(f"{len(result.float_ops)} of {len(ops)} ops in {args.float_mode} ({share:.2%} of the MACs): cosine "
+          f"{result.all_int8:.6f} -> {result.score:.6f} (target {args.target_cosine}); {result.runs} runs in "
+          f"{seconds:.0f} s; wrote {args.output}")
+    return 0
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w") as f:
+            f.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
