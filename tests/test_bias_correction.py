@@ -190,6 +190,6 @@ def test_we_and_bc_together_write_one_module_named_after_both(tmp_path, capsys):
     code, out, err = cli(capsys, "calibrate", mlir, "--dataset", cal, "--we", "--bc", "-o", tmp_path / "t")
     assert code == 0, err
     assert "note: --we found no conv -> conv chain" in out and "bias correction: 2 conv/matmul" in out
-    written = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("shifted_we"))
+    written = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("shifted_we_"))
     assert written == ["shifted_we_bc.mlir", "shifted_we_bc_weights.npz"]
     assert read_table(tmp_path / "t").rows
