@@ -136,16 +136,20 @@ class Evaluator:
         self.informative = informative_outputs(self.references)
         self.caches: list[dict[int, tuple]] = [{} for _ in self.samples]
         self.cached_bytes = 0
+        self.recorded: set[str] = set()
 
     def score(self, config: Config) -> tuple[float, ...]:
         """One cosine per sample: the lowest over the outputs."""
         from tpu_xdsl.transforms.lower_top_to_tpu import lower_top_to_tpu
         from tpu_xdsl.weights import attach_weights
 
+        record = not config.table  # a base configuration
+        if not record and config.mode not in self.recorded:  # each worker records its own bases
+            self.score(Config(config.mode))
+        self.recorded.add(config.mode)
         module = self.module.clone()
         store = attach_weights(module, dict(self.weights))
         lower_top_to_tpu(module, config.mode, self.chip, self.asymmetric, qtable=dict(config.table))
-        record = not config.table  # a base configuration
         run = _MemoizedRun(module, store)
         cosines = []
         for sample, reference, cache, names in zip(
