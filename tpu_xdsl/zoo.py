@@ -5,6 +5,9 @@
 - `rapidocr-onnxruntime` (Apache-2.0): PP-OCRv4 text detection (DBNet: Resize,
   ConvTranspose) and recognition (SVTR: attention MatMul chains, LayerNorm), and a
   direction classifier.
+- `nudenet`: a YOLOv8n detector (exported by Ultralytics), input 1x3x320x320 RGB / 255,
+  output [1, 4 + 18 classes, 2100 anchors]: box centres and sizes in pixels (0..320)
+  concatenated with sigmoid class scores (0..1) in one rank-3 tensor.
 - `scikit-image`: sample photos under `skimage/data`.
 """
 
@@ -71,6 +74,8 @@ MODELS = {
                  (1, 3, 48, 320), "127.5,127.5,127.5", "0.0078431373,0.0078431373,0.0078431373", "bgr"),
         ZooModel("ppocr_cls", "rapidocr_onnxruntime", "models/ch_ppocr_mobile_v2.0_cls_infer.onnx",
                  (1, 3, 48, 192), "127.5,127.5,127.5", "0.0078431373,0.0078431373,0.0078431373", "bgr"),
+        ZooModel("nudenet", "nudenet", "320n.onnx", (1, 3, 320, 320), "0,0,0",
+                 "0.0039215686,0.0039215686,0.0039215686", "rgb"),
     )
 }
 
