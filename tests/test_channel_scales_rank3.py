@@ -18,9 +18,12 @@ import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
 from tests.test_codegen import compile_and_compare
+from tpu_xdsl.backend.codegen import codegen
 from tpu_xdsl.calibration.calibrator import Options, calibrate
 from tpu_xdsl.calibration.dataset import Dataset
 from tpu_xdsl.calibration.table import read_table, write_table
+from tpu_xdsl.device.model_file import load_model, save_model
+from tpu_xdsl.device.runtime import real_value, run_model
 from tpu_xdsl.dialects.quant_types import qparams_of
 from tpu_xdsl.frontend.onnx_importer import import_onnx
 from tpu_xdsl.interp.runner import ModuleRunner, main_func, tensor_names
@@ -29,6 +32,7 @@ from tpu_xdsl.quant import ChannelQParams
 from tpu_xdsl.transforms.import_calibration import import_calibration
 from tpu_xdsl.transforms.lower_top_to_tpu import lower_top_to_tpu
 from tpu_xdsl.transforms.pipelines import canonicalize
+from tpu_xdsl.transforms.tpu_assign_memory import assign_memory
 from tpu_xdsl.weights import attach_weights, weights_of
 
 F = TensorProto.FLOAT
@@ -222,6 +226,28 @@ def test_features_last_columns_keep_their_scales(tmp_path):
     kinds = {op.name: op.attributes.get("channel_axis") for op in main_func(tpu).body.block.ops}
     assert kinds["tpu.add"] is not None and kinds["tpu.lut"] is not None
     compile_and_compare(tpu, feeds)
+
+
+def test_features_last_int8_output_keeps_its_axis_in_the_model_file(tmp_path):
+    """With quant_output the model's output stays INT8 with scales along its last axis;
+    the .tpumodel records the axis, so the runtime's real values match onnxruntime."""
+    rng = np.random.default_rng(2)
+    samples = [{"x": rng.standard_normal((1, 16, 8)).astype(np.float32)} for _ in range(8)]
+    flow = Flow(transformer_block(), tmp_path, samples)
+    feeds = {"x": rng.standard_normal((1, 16, 8)).astype(np.float32)}
+    tpu = flow.top.clone()
+    attach_weights(tpu, dict(weights_of(flow.top)))
+    import_calibration(tpu, flow.table, "table")
+    lower_top_to_tpu(tpu, "INT8", quant_output=True)
+    assign_memory(tpu)
+    save_model(codegen(tpu), tmp_path / "m.tpumodel")
+    model = load_model(tmp_path / "m.tpumodel")
+    (output,) = model.outputs
+    assert output.channel_axis == 2 and len(output.scales) == 12
+    codes = run_model(model, feeds).outputs[output.name]
+    assert codes.dtype == np.int8
+    expected = flow.reference(feeds)["y"]
+    assert cosine(real_value(output, codes), expected) >= 0.999
 
 
 # -- a 1-D convolution net [N, C, L] -------------------------------------------------------------

@@ -170,7 +170,8 @@ class Codegen:
         place = self.places[value]
         qparams = qparams_of(value.type, self.weights)
         if isinstance(qparams, ChannelQParams):
-            return IoDesc(name, place.shape, place.dtype, place.addr, scales=tuple(float(s) for s in qparams.scales))
+            scales = tuple(float(s) for s in qparams.scales)
+            return IoDesc(name, place.shape, place.dtype, place.addr, scales=scales, channel_axis=qparams.axis)
         if qparams is not None:
             return IoDesc(name, place.shape, place.dtype, place.addr, qparams.scale, qparams.zero_point)
         return IoDesc(name, place.shape, place.dtype, place.addr)
@@ -193,7 +194,7 @@ class Codegen:
             if index >= len(names):
                 continue
             io = self._io(value, names[index])
-            tensors.append(TensorDesc(io.name, io.shape, io.dtype, io.addr, writer, io.scale, io.zero_point, io.scales))
+            tensors.append(TensorDesc(io.name, io.shape, io.dtype, io.addr, writer, io.scale, io.zero_point, io.scales, io.channel_axis))
         attr = self.module.attributes.get("module.ddr_bytes")
         ddr_bytes = attr.value.data if isinstance(attr, IntegerAttr) else max(
             (p.addr + _nbytes(p) for p in self.places.values()), default=0

@@ -97,8 +97,9 @@ class ModelFileError(TpuXdslError):
 class IoDesc:
     """A model input or output: where it lives in DDR and how it is quantized.
 
-    `scale`/`zero_point` for an INT8 tensor quantized per tensor, `scales` (axis 1)
-    for one quantized per channel; both absent for float tensors."""
+    `scale`/`zero_point` for an INT8 tensor quantized per tensor, `scales` (along
+    `channel_axis`, 1 unless a features-last tensor's last axis) for one quantized
+    per channel; both absent for float tensors."""
 
     name: str
     shape: tuple[int, ...]
@@ -107,6 +108,7 @@ class IoDesc:
     scale: float | None = None
     zero_point: int = 0
     scales: tuple[float, ...] | None = None
+    channel_axis: int = 1
 
 
 @dataclass(frozen=True)
@@ -122,6 +124,7 @@ class TensorDesc:
     scale: float | None = None
     zero_point: int = 0
     scales: tuple[float, ...] | None = None
+    channel_axis: int = 1
 
 
 @dataclass(frozen=True)
@@ -232,6 +235,8 @@ def _desc_json(desc: IoDesc | TensorDesc, names: tuple[str, ...], where: str) ->
     data = {name: getattr(desc, name) for name in names}
     data["shape"] = _list_of(desc.shape)
     data["scales"] = _list_of(desc.scales)
+    if desc.channel_axis != 1:  # written only when not axis 1: files of axis-1 scales stay as they were
+        data["channel_axis"] = desc.channel_axis
     _desc(data, names, where)
     return _json_value(data, where)
 
@@ -642,9 +647,9 @@ def _instruction(
 
 
 def _desc(data: Any, names: tuple[str, ...], where: str) -> dict[str, Any]:
-    """The fields of an IoDesc or TensorDesc."""
-    if type(data) is not dict or set(data) != set(names):
-        raise ValueError(f"{where}: expected an object with the fields {', '.join(names)}")
+    """The fields of an IoDesc or TensorDesc (`channel_axis` optional, 1 when absent)."""
+    if type(data) is not dict or set(data) - {"channel_axis"} != set(names):
+        raise ValueError(f"{where}: expected an object with the fields {', '.join(names)} (and channel_axis)")
     values = {
         "name": _within(f"{where}.name", _str, data["name"]),
         "shape": _within(f"{where}.shape", _ints, data["shape"]),
@@ -653,6 +658,7 @@ def _desc(data: Any, names: tuple[str, ...], where: str) -> dict[str, Any]:
         "scale": _within(f"{where}.scale", _number_or_null, data["scale"]),
         "zero_point": _within(f"{where}.zero_point", _int, data["zero_point"]),
         "scales": None,
+        "channel_axis": _within(f"{where}.channel_axis", _int, data.get("channel_axis", 1)),
     }
     if data["scales"] is not None:
         scales = _within(f"{where}.scales", _list, data["scales"])

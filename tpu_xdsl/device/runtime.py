@@ -38,7 +38,7 @@ class RunResult:
 
 def qparams_of(desc: IoDesc | TensorDesc) -> QParams | ChannelQParams | None:
     if desc.scales is not None:
-        return ChannelQParams(np.asarray(desc.scales), numpy_dtype(desc.dtype))
+        return ChannelQParams(np.asarray(desc.scales), numpy_dtype(desc.dtype), axis=desc.channel_axis)
     if desc.scale is not None:
         return QParams(desc.scale, desc.zero_point, numpy_dtype(desc.dtype))
     return None
