@@ -15,13 +15,14 @@ from pathlib import Path
 import numpy as np
 import onnx
 import onnxruntime as ort
+import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from tests.test_codegen import compile_and_compare
 from tpu_xdsl.backend.codegen import codegen
 from tpu_xdsl.calibration.calibrator import Options, calibrate
 from tpu_xdsl.calibration.dataset import Dataset
-from tpu_xdsl.calibration.table import read_table, write_table
+from tpu_xdsl.calibration.table import CalibrationTableError, read_table, write_table
 from tpu_xdsl.device.model_file import load_model, save_model
 from tpu_xdsl.device.runtime import real_value, run_model
 from tpu_xdsl.dialects.quant_types import qparams_of
@@ -287,3 +288,43 @@ def test_conv1d_small_channels_keep_their_scales(tmp_path):
     # The convolution (its ReLU fused: named r1) and the pool's codes keep axis-1 scales.
     assert set(channel_axes(tpu, {"c1", "r1", "y_uint8", "y_int8"}).values()) == {1}
     compile_and_compare(tpu, feeds)
+
+
+# -- the channel-axis rule and the table ----------------------------------------------------------
+
+
+def test_channel_axis_follows_the_tensor(tmp_path):
+    """Features-last after a layer norm and a projection, through a reshape that keeps the
+    last dimension; a transpose moves the features to axis 1; attention scores (a matmul
+    of two activations) and what follows a conv are [N, C, ...]."""
+    rng = np.random.default_rng(9)
+    inits = [
+        const("gamma", rng.uniform(0.5, 2, 6).astype(np.float32)),
+        const("beta", rng.normal(0, 1, 6).astype(np.float32)),
+        const("w", rng.normal(0, 1, (6, 5)).astype(np.float32)),
+        const("shape4", np.array([1, 2, 2, 5], np.int64)),
+    ]
+    nodes = [
+        helper.make_node("LayerNormalization", ["x", "gamma", "beta"], ["ln"], axis=-1),
+        helper.make_node("MatMul", ["ln", "w"], ["h"]),
+        helper.make_node("Sigmoid", ["h"], ["gate"]),
+        helper.make_node("Reshape", ["gate", "shape4"], ["heads"]),
+        helper.make_node("Transpose", ["h"], ["t"], perm=[0, 2, 1]),
+        helper.make_node("Relu", ["t"], ["r"]),
+        helper.make_node("MatMul", ["h", "t"], ["scores"]),
+    ]
+    model = model_of(nodes, [("x", [1, 4, 6])], ["heads", "r", "scores"], inits)
+    samples = [{"x": rng.standard_normal((1, 4, 6)).astype(np.float32)} for _ in range(3)]
+    table = Flow(model, tmp_path, samples).table
+    axes = {name: table.channel_axes.get(name, 1) for name in table.channels}
+    assert axes == {"x": 1, "ln": 2, "h": 2, "gate": 2, "heads": 3, "t": 1, "r": 1, "scores": 1}
+    lines = (tmp_path / "table").read_text().splitlines()
+    assert any(line.startswith("#channel:3 heads 5 ") for line in lines)
+    assert any(line.startswith("#channel t 5 ") for line in lines)
+
+
+def test_table_channel_axis_is_checked(tmp_path):
+    path = tmp_path / "table"
+    path.write_text("# op_name threshold min max\nh 1.0 -1.0 1.0\n#channel:0 h 1 -1.0 1.0\n")
+    with pytest.raises(CalibrationTableError, match=r":3: expected '#channel name .*AXIS 1 or more"):
+        read_table(path)
