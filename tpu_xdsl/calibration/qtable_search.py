@@ -339,6 +339,30 @@ def run_search(
     return SearchResult(sensitivities, chosen, score, all_int8, all_float, total_macs, len(search.cache))
 
 
+def search_qtable(
+    mlir_path: str | Path, table_path: str | Path | None, chip: str, sample_paths: Sequence[str | Path],
+    target: float, float_mode: str, *, max_float_ops: int | None = None, asymmetric: bool = False,
+    jobs: int = 1, cluster: str | None = None, module=None,
+    progress: Callable[[str, int], Callable[[int], None]] | None = None,
+    before_sensitivity: Callable[[float, float], None] | None = None,
+) -> SearchResult:
+    """The whole search on the module at `mlir_path` (parsed already: `module`), its runs on
+    `jobs` processes or a Ray `cluster`; raises TargetNotMet."""
+    from tpu_xdsl.ir_io import read_module
+    from tpu_xdsl.workers import workers
+
+    ops = candidates(module if module is not None else read_module(Path(mlir_path)), chip)
+    if not ops:
+        raise SearchError(f"{mlir_path}: has no op that INT8 computes (only data movement); nothing to search")
+    args = (str(mlir_path), None if table_path is None else str(table_path), chip,
+            [str(p) for p in sample_paths], asymmetric)
+    with workers(Evaluator, args, jobs, cluster) as pool:
+        def scorer(configs: list[Config]) -> list[tuple[float, ...]]:
+            return pool.map("score", configs)
+
+        return run_search(ops, scorer, float_mode, target, max_float_ops, progress, before_sensitivity)
+
+
 def _with_progress(scorer: Scorer, advance: Callable[[int], None]) -> Scorer:
     def scored(configs: list[Config]) -> list[tuple[float, ...]]:
         result = scorer(configs)

@@ -111,16 +111,14 @@ def run(args: argparse.Namespace) -> int:
     from tpu_xdsl.calibration.dataset import Dataset
     from tpu_xdsl.calibration.model_scales import is_model_calibrated
     from tpu_xdsl.calibration.qtable_search import (
-        Evaluator,
         TargetNotMet,
-        candidates,
         format_qtable,
         format_sensitivity,
-        run_search,
+        search_qtable,
     )
     from tpu_xdsl.calibration.table import read_table
     from tpu_xdsl.tools.calibrate import check_top_module, read_top_module
-    from tpu_xdsl.workers import check_cluster, default_jobs, workers
+    from tpu_xdsl.workers import check_cluster, default_jobs
 
     chip = check_args(args)
     module = read_top_module(args.model)
@@ -134,28 +132,21 @@ def run(args: argparse.Namespace) -> int:
     dataset.check(module)
     if args.cluster:
         check_cluster(args.cluster)
-    ops = candidates(module, chip.name)
-    if not ops:
-        raise SearchUsageError(f"{args.model}: has no op that INT8 computes (only data movement); nothing to search")
     started = time.perf_counter()
-    factory_args = (args.model, args.calibration_table, chip.name, [str(p) for p in dataset.paths], args.asymmetric)
-    jobs = args.jobs or default_jobs()
 
-    with workers(Evaluator, factory_args, jobs, args.cluster) as pool:
-        def scorer(configs):
-            return pool.map("score", configs)
+    def announce(all_int8: float, all_float: float) -> None:
+        print(f"every op INT8: cosine {all_int8:.6f}; every op {args.float_mode}: {all_float:.6f}; "
+              f"target {args.target_cosine}; sensitivity runs on {len(dataset)} samples", flush=True)
 
-        def announce(all_int8: float, all_float: float) -> None:
-            print(f"every op INT8: cosine {all_int8:.6f}; every op {args.float_mode}: {all_float:.6f}; "
-                  f"target {args.target_cosine}; {len(ops)} candidate ops, {2 * len(ops)} sensitivity runs "
-                  f"on {len(dataset)} samples", flush=True)
-
-        try:
-            result = run_search(ops, scorer, args.float_mode, args.target_cosine, args.max_float_ops,
-                                _progress, announce)
-        except TargetNotMet as e:
-            print(f"tpu-xdsl search-qtable: {e}", file=sys.stderr)
-            return 1
+    try:
+        result = search_qtable(
+            args.model, args.calibration_table, chip.name, dataset.paths, args.target_cosine, args.float_mode,
+            max_float_ops=args.max_float_ops, asymmetric=args.asymmetric, jobs=args.jobs or default_jobs(),
+            cluster=args.cluster, module=module, progress=_progress, before_sensitivity=announce,
+        )
+    except TargetNotMet as e:
+        print(f"tpu-xdsl search-qtable: {e}", file=sys.stderr)
+        return 1
     seconds = time.perf_counter() - started
     for line in format_sensitivity(result):
         print(line)
@@ -163,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
     text = format_qtable(result, name, chip.name, args.target_cosine, len(dataset), args.float_mode)
     _write_atomically(Path(args.output), text)
     share = result.float_macs / result.total_macs if result.total_macs else 0.0
-    print(f"{len(result.float_ops)} of {len(ops)} ops in {args.float_mode} ({share:.2%} of the MACs): cosine "
+    print(f"{len(result.float_ops)} of {len(result.sensitivities)} ops in {args.float_mode} ({share:.2%} of the MACs): cosine "
           f"{result.all_int8:.6f} -> {result.score:.6f} (target {args.target_cosine}); {result.runs} runs in "
           f"{seconds:.0f} s; wrote {args.output}")
     return 0
