@@ -19,7 +19,9 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from tests.test_codegen import compile_and_compare
+from tpu_xdsl.backend import slicing
 from tpu_xdsl.backend.codegen import codegen
+from tpu_xdsl.backend.slicing import OpShape
 from tpu_xdsl.calibration.calibrator import Options, calibrate
 from tpu_xdsl.calibration.dataset import Dataset
 from tpu_xdsl.calibration.table import CalibrationTableError, read_table, write_table
@@ -328,3 +330,23 @@ def test_table_channel_axis_is_checked(tmp_path):
     path.write_text("# op_name threshold min max\nh 1.0 -1.0 1.0\n#channel:0 h 1 -1.0 1.0\n")
     with pytest.raises(CalibrationTableError, match=r":3: expected '#channel name .*AXIS 1 or more"):
         read_table(path)
+
+
+def test_device_slices_cut_per_channel_vectors_along_their_axis():
+    """A slice of a features-last op gets the multipliers and table rows of its own
+    features, and a slice along the rows all of them (here rows and features are
+    equally many, so only the axis tells them apart)."""
+    shape = (1, 4, 4)
+    requant = OpShape("requant", {"multiplier": [10, 11, 12, 13], "rshift": [1, 2, 3, 4], "axis": 2},
+                      (shape,), (False,), (shape,))
+    features = slicing.plan(requant, ((0, 1), (0, 4), (1, 2)))
+    assert features.attrs["multiplier"] == [11, 12] and features.attrs["rshift"] == [2, 3]
+    rows = slicing.plan(requant, ((0, 1), (1, 2), (0, 4)))
+    assert rows.attrs["multiplier"] == [10, 11, 12, 13]
+    add = OpShape("add", {"multiplier": [1, 2, 3, 4, 5, 6, 7, 8], "rshift": [3], "channel_axis": 2},
+                  (shape, shape), (False, False), (shape,))
+    assert slicing.plan(add, ((0, 1), (0, 4), (2, 2))).attrs["multiplier"] == [3, 4, 7, 8]
+    assert slicing.plan(add, ((0, 1), (2, 2), (0, 4))).attrs["multiplier"] == [1, 2, 3, 4, 5, 6, 7, 8]
+    lut = OpShape("lut", {"channel_axis": 2}, (shape, (4, 256)), (False, True), (shape,))
+    assert slicing.plan(lut, ((0, 1), (0, 4), (2, 2))).operands[1] == ((2, 2), (0, 256))
+    assert slicing.plan(lut, ((0, 1), (2, 2), (0, 4))).operands[1] == ((0, 4), (0, 256))

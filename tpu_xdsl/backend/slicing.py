@@ -198,7 +198,9 @@ def _broadcast_box(shape: Sequence[int], out_box: Box) -> Box:
 
 def _elementwise(op: OpShape, out_box: Box) -> SlicePlan:
     out = op.results[0]
-    axis = int(op.attrs.get("channel_axis", 1) or 1) % max(len(out), 1)
+    # A requant names its channel axis `axis`; other ops `channel_axis` (absent: 1).
+    key = "axis" if op.kind == "requant" else "channel_axis"
+    axis = int(op.attrs.get(key, 1) or 1) % max(len(out), 1)
     channels = out[axis] if len(out) > 1 else 1
     crange = out_box[axis] if len(out_box) > 1 else (0, 1)
     boxes: list[Box | None] = []

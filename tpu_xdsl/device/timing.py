@@ -151,7 +151,7 @@ def compute_cycles(chip: ChipConfig, instruction: Compute) -> int:
             )
         return chip.compute_latency + cycles
     passes = _PASSES.get(kind, 1)
-    if int(attrs.get("channel_axis", 1) or 1) != 1:
+    if int(attrs.get("axis" if kind == "requant" else "channel_axis", 1) or 1) != 1:
         # Per-channel factors along the last axis vary inside each lane (lanes hold axis 1):
         # one more pass reads them as a vector instead of one value per lane.
         passes += 1
