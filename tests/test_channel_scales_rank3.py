@@ -87,6 +87,7 @@ class Flow:
         import_calibration(tpu, self.table, "table")
         report = lower_top_to_tpu(tpu, "INT8", per_tensor_activations=per_tensor)
         assert not report.fallbacks, report.fallbacks
+        tpu.verify()  # shape rules: a table per channel of its own axis
         return tpu
 
     def run(self, per_tensor: bool, feeds) -> dict[str, np.ndarray]:

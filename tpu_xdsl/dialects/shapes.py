@@ -344,13 +344,16 @@ def lrn(ins: Operands, attrs: Attrs, outs: Declared) -> list[Shape | None]:
 @shape_rule("lut", operands=("input", "table"))
 def lut(ins: Operands, attrs: Attrs, outs: Declared) -> list[Shape | None]:
     """Table look-up: same shape; the table has 256 entries, or [C, 256], one row per
-    channel (axis 1) of the input."""
+    channel of the input (along axis 1, or `channel_axis`)."""
     x, table = ins
     x, table = _require("input", x), _require("table", table)
     if len(table) == 2 and len(x) >= 2 and table[0] != 1:
-        if tuple(table) != (x[1], 256):
+        axis = _int(attrs, "channel_axis", 1)
+        if not 1 <= axis < len(x):
+            raise ShapeError(f"attribute 'channel_axis' = {axis} must name an axis 1..{len(x) - 1} of the input")
+        if tuple(table) != (x[axis], 256):
             raise ShapeError(
-                f"operand 'table' {_fmt(table)} should be {x[1]}x256: one row of 256 per channel of the input"
+                f"operand 'table' {_fmt(table)} should be {x[axis]}x256: one row of 256 per channel of the input"
             )
         return [x]
     _numel("table", table, 256, "(one per 8-bit value)")
