@@ -16,14 +16,15 @@ builtin.module attributes {module.name = "lowering", module.state = "TOP_F32"} {
 
 // The input is cast in, weights are converted (new entries), ops keep their
 // tensor names, the output is cast back to f32 by a cast that takes the output's
-// name (the F16 value gets a derived one); the f32 weights are gone.
+// name (the F16 value gets a derived one); the f32 weights are gone but the conv's
+// bias, which the chip adds to its f32 sum in f32.
 // CHECK:      builtin.module attributes {module.name = "lowering", module.state = "TPU_LOWERED", module.chip = "bm1684x", module.mode = "F16", module.weight_file = "{{.*}}.out.npz"}
 // CHECK:      %[[X:.*]] = "top.input"(%arg0) {names = ["x"]}
 // CHECK-NEXT: %[[XC:.*]] = "tpu.cast"(%[[X]]) {names = ["x_float16"]} : (tensor<1x3x8x8xf32>) -> tensor<1x3x8x8xf16>
 // CHECK-NOT:  names = ["w"]
 // CHECK-DAG:  %[[W:.*]] = "top.weight"() {names = ["w_float16"]} : () -> tensor<4x3x3x3xf16>
-// CHECK-DAG:  %[[B:.*]] = "top.weight"() {names = ["b_float16"]} : () -> tensor<4xf16>
-// CHECK:      %[[C:.*]] = "tpu.conv"(%[[XC]], %[[W]], %[[B]]) {kernel_shape = [3 : i64, 3 : i64], pads = [1 : i64, 1 : i64, 1 : i64, 1 : i64], do_relu = true, names = ["conv"]} : (tensor<1x3x8x8xf16>, tensor<4x3x3x3xf16>, tensor<4xf16>) -> tensor<1x4x8x8xf16>
+// CHECK-DAG:  %[[B:.*]] = "top.weight"() {names = ["b"]} : () -> tensor<4xf32>
+// CHECK:      %[[C:.*]] = "tpu.conv"(%[[XC]], %[[W]], %[[B]]) {kernel_shape = [3 : i64, 3 : i64], pads = [1 : i64, 1 : i64, 1 : i64, 1 : i64], do_relu = true, names = ["conv"]} : (tensor<1x3x8x8xf16>, tensor<4x3x3x3xf16>, tensor<4xf32>) -> tensor<1x4x8x8xf16>
 // CHECK-NEXT: %[[S:.*]] = "tpu.sigmoid"(%[[C]]) {names = ["y_float16"]} : (tensor<1x4x8x8xf16>) -> tensor<1x4x8x8xf16>
 // CHECK-NEXT: %[[O:.*]] = "tpu.cast"(%[[S]]) {names = ["y"]} : (tensor<1x4x8x8xf16>) -> tensor<1x4x8x8xf32>
 // CHECK-NEXT: func.return %[[O]] : tensor<1x4x8x8xf32>

@@ -29,6 +29,16 @@ from tpu_xdsl.weights import is_weight
 # Element types TPU tensors may hold.
 _TPU_ELEMENTS = {"float32", "float16", "bfloat16", "int8", "uint8", "int16", "int32"}
 
+# Ops whose bias weight stays f32 in the F16/BF16 modes. BM1684X's float convolutions
+# take an f32 bias (TPU-MLIR's Conv and Deconv lowerings keep the bias f32 and assert
+# "bias has to be f32"): the products are summed in f32 and the bias is added there before the one rounding to the storage
+# type. Rounding the bias to bf16 first shifts a whole output channel by up to 2^-9 of
+# the bias, the same for every pixel, so that error survives the averages (pooling,
+# squeeze-and-excite gates) that wash out the rounding of each stored element; on the
+# zoo's BatchNorm-folded convolutions it cost BF16 up to 0.015 of mean output cosine.
+# (TPU-MLIR's BM1684X MatMul keeps an f32 bias only on BM1688, so matmul is not here.)
+F32_BIAS_KINDS = frozenset({"top.conv", "top.deconv"})
+
 
 def tpu_class(op: Operation) -> type[Operation]:
     target = f"tpu.{op.name.split('.', 1)[1]}"
@@ -60,6 +70,9 @@ class FloatOpLowering(RewritePattern):
                 operands.append([])
                 continue
             current = getattr(op, field_name)
+            if field_name == "bias" and op.name in F32_BIAS_KINDS and is_weight(current):
+                operands.append(current)  # f32, as the chip adds it (F32_BIAS_KINDS)
+                continue
             if isinstance(field_def, VarOperandDef):
                 operands.append([self.operand(v, dtype) for v in current])
             else:
