@@ -124,10 +124,11 @@ def test_scales_equalize_the_two_ranges_by_hand():
 
 def test_scales_of_a_depthwise_reader_and_of_dead_channels():
     """A depthwise conv2 reads channel c with its own filter only; a channel whose weights
-    are all zero on either side keeps s = 1."""
-    w1 = np.array([9.0, 1.0, 0.0, 3.0]).reshape(4, 1, 1, 1)
-    w2 = np.array([1.0, 4.0, 2.0, 0.0]).reshape(4, 1, 1, 1)  # group 4
-    np.testing.assert_allclose(pair_scales(w1, w2, group2=4), [3.0, 0.5, 1.0, 1.0])
+    are zero, or below a millionth of the largest (rounding noise), on either side keeps
+    s = 1."""
+    w1 = np.array([9.0, 1.0, 0.0, 3.0, 1e-34, 4.0]).reshape(6, 1, 1, 1)
+    w2 = np.array([1.0, 4.0, 2.0, 0.0, 1.0, 1e-30]).reshape(6, 1, 1, 1)  # group 6
+    np.testing.assert_allclose(pair_scales(w1, w2, group2=6), [3.0, 0.5, 1.0, 1.0, 1.0, 1.0])
 
 
 # -- the float model is unchanged ---------------------------------------------------------------

@@ -40,6 +40,8 @@ HOMOGENEOUS_OPS = ("top.relu", "top.leaky_relu", "top.prelu", "top.max_pool", "t
 MAX_ITERATIONS = 50
 # Equalization has settled when no scale of a round moves further than this from 1.
 SETTLED = 1e-4
+# A channel whose weight range is below this fraction of the largest of its conv is dead.
+DEAD_RANGE = 1e-6
 
 
 @dataclass(frozen=True)
@@ -164,10 +166,15 @@ def _by_output_channel(op: Operation, w: np.ndarray) -> np.ndarray:
 
 
 def scales_from_ranges(r1: np.ndarray, r2: np.ndarray) -> np.ndarray:
-    """s_c = sqrt(r1_c r2_c) / r2_c; a channel with a zero range on either side keeps 1."""
-    with np.errstate(divide="ignore", invalid="ignore"):
+    """s_c = sqrt(r1_c r2_c) / r2_c. A dead channel (a range below DEAD_RANGE of the
+    largest on its side, zero included) keeps 1: its weights are rounding noise (ppocr_det
+    has first-conv channels of 1e-34), and scaling them up by 1e17 would scale its bias
+    (and so its activation) up as much, which no int8 scale survives."""
+    r1, r2 = np.asarray(r1, np.float64), np.asarray(r2, np.float64)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         s = np.sqrt(r1 * r2) / r2
-    return np.where((r1 > 0) & (r2 > 0) & np.isfinite(s), s, 1.0)
+    live = (r1 > DEAD_RANGE * r1.max(initial=0.0)) & (r2 > DEAD_RANGE * r2.max(initial=0.0))
+    return np.where(live & (r1 > 0) & (r2 > 0) & np.isfinite(s), s, 1.0)
 
 
 def input_ranges(w2: np.ndarray, group2: int) -> np.ndarray:
@@ -186,7 +193,7 @@ def pair_scales(w1: np.ndarray, w2: np.ndarray, group2: int) -> np.ndarray:
 
 
 def _range_spread(r: np.ndarray) -> float:
-    r = r[r > 0]
+    r = r[r > DEAD_RANGE * r.max(initial=0.0)]
     return float(r.max() / r.min()) if r.size else 1.0
 
 
