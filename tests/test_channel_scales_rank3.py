@@ -348,6 +348,66 @@ def test_device_slices_cut_per_channel_vectors_along_their_axis():
                   (shape, shape), (False, False), (shape,))
     assert slicing.plan(add, ((0, 1), (0, 4), (2, 2))).attrs["multiplier"] == [3, 4, 7, 8]
     assert slicing.plan(add, ((0, 1), (2, 2), (0, 4))).attrs["multiplier"] == [1, 2, 3, 4, 5, 6, 7, 8]
+    # A concat along the rows with a multiplier per input and feature: each input's block.
+    concat = OpShape("concat", {"axis": 1, "channel_axis": 2, "multiplier": [1, 2, 3, 4, 5, 6, 7, 8],
+                                "rshift": [9, 9, 9, 9, 8, 8, 8, 8]},
+                     ((1, 2, 4), (1, 2, 4)), (False, False), (shape,))
+    cut = slicing.plan(concat, ((0, 1), (0, 4), (1, 2)))
+    assert cut.attrs["multiplier"] == [2, 3, 6, 7] and cut.attrs["rshift"] == [9, 9, 8, 8]
+    assert cut.operands == [((0, 1), (0, 2), (1, 2)), ((0, 1), (0, 2), (1, 2))]
     lut = OpShape("lut", {"channel_axis": 2}, (shape, (4, 256)), (False, True), (shape,))
     assert slicing.plan(lut, ((0, 1), (0, 4), (2, 2))).operands[1] == ((2, 2), (0, 256))
     assert slicing.plan(lut, ((0, 1), (2, 2), (0, 4))).operands[1] == ((0, 4), (0, 256))
+
+
+def two_level_detector() -> onnx.ModelProto:
+    """Two feature levels (16x16 and 8x8), each with its box and class heads joined on
+    axis 1, reshaped to [1, 4 + classes, anchors] and joined along the anchors (axis 2),
+    as YOLO heads join their levels."""
+    rng = np.random.default_rng(12)
+    inits = [
+        const("w1", rng.normal(0, 0.4, (8, 3, 3, 3)).astype(np.float32)),
+        const("w2", rng.normal(0, 0.3, (8, 8, 3, 3)).astype(np.float32)),
+        const("image_size", np.float32(320.0)),
+        const("rows", np.array([1, 4 + CLASSES, -1], np.int64)),
+    ]
+    nodes = [
+        helper.make_node("Conv", ["x", "w1"], ["c1"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["f1"]),
+        helper.make_node("Conv", ["f1", "w2"], ["c2"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 2]),
+        helper.make_node("Relu", ["c2"], ["f2"]),
+    ]
+    for level, features in (("a", "f1"), ("b", "f2")):
+        inits += [
+            const(f"wb_{level}", rng.normal(0, 0.6, (4, 8, 1, 1)).astype(np.float32)),
+            const(f"wc_{level}", rng.normal(0, 0.8, (CLASSES, 8, 1, 1)).astype(np.float32)),
+            const(f"bc_{level}", rng.normal(-1.0, 0.5, CLASSES).astype(np.float32)),
+        ]
+        nodes += [
+            helper.make_node("Conv", [features, f"wb_{level}"], [f"box_logits_{level}"], kernel_shape=[1, 1]),
+            helper.make_node("Sigmoid", [f"box_logits_{level}"], [f"box_unit_{level}"]),
+            helper.make_node("Mul", [f"box_unit_{level}", "image_size"], [f"boxes_{level}"]),
+            helper.make_node("Conv", [features, f"wc_{level}", f"bc_{level}"], [f"cls_logits_{level}"], kernel_shape=[1, 1]),
+            helper.make_node("Sigmoid", [f"cls_logits_{level}"], [f"scores_{level}"]),
+            helper.make_node("Concat", [f"boxes_{level}", f"scores_{level}"], [f"head_{level}"], axis=1),
+            helper.make_node("Reshape", [f"head_{level}", "rows"], [f"rows_{level}"]),
+        ]
+    nodes.append(helper.make_node("Concat", ["rows_a", "rows_b"], ["detections"], axis=2))
+    return model_of(nodes, [("x", [1, 3, 16, 16])], ["detections"], inits)
+
+
+def test_levels_joined_along_the_anchors_keep_channel_scales(tmp_path):
+    flow = Flow(two_level_detector(), tmp_path, images(8, 3))
+    feeds = images(1, 98)[0]
+    expected = flow.reference(feeds)["detections"]
+    per_channel, per_tensor = flow.run(False, feeds)["detections"], flow.run(True, feeds)["detections"]
+    scores = np.s_[:, 4:, :]
+    good, poor = cosine(per_channel[scores], expected[scores]), cosine(per_tensor[scores], expected[scores])
+    print(f"two levels, class scores: per-channel {good:.5f}, per-tensor {poor:.5f}")
+    assert good >= 0.99
+    assert poor < 0.95 and good - poor > 0.05
+    tpu = flow.lowered(False)
+    (concat,) = [op for op in main_func(tpu).body.block.ops if op.name == "tpu.concat" and "detections" in tensor_names(op)[0]]
+    # One multiplier per input and channel: each level's channels to the output's scales.
+    assert len(concat.attributes["multiplier"].data) == 2 * (4 + CLASSES)
+    compile_and_compare(tpu, feeds)

@@ -343,7 +343,16 @@ def _concat(op: OpShape, out_box: Box) -> SlicePlan:
     for shape in op.operands:
         assert shape is not None
         boxes.append(tuple((0, shape[a]) if a == axis else out_box[a] for a in range(len(out_box))))
-    return SlicePlan([out_box], boxes, dict(op.attrs))
+    attrs = dict(op.attrs)
+    inputs = len(op.operands)
+    if len(attrs.get("multiplier") or []) > inputs:  # C per input, per channel of `channel_axis`
+        channel = int(attrs.get("channel_axis", 1) or 1) % len(out_box)
+        count = op.results[0][channel]
+        start, size = out_box[channel]
+        for key in ("multiplier", "rshift"):
+            values = list(attrs[key])
+            attrs[key] = [v for i in range(inputs) for v in values[i * count + start : i * count + start + size]]
+    return SlicePlan([out_box], boxes, attrs)
 
 
 def _resize(op: OpShape, out_box: Box) -> SlicePlan:

@@ -591,7 +591,9 @@ def reduce(inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[Resul
 
 @int8_kernel("concat")
 def concat(inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultSpec]) -> list[np.ndarray]:
-    """Each input requantized to the output's scale by its own (m_i, r_i), then joined."""
+    """Each input requantized to the output's scale by its own (m_i, r_i), then joined;
+    with C multipliers and shifts per input (the first input's, then the next's), per
+    channel along the channel axis."""
     parts = list(inputs)  # the variadic operand, flattened
     axis = int(attrs["axis"])
     multipliers = attrs.get("multiplier")
@@ -600,10 +602,19 @@ def concat(inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[Resul
     zo = int(attrs.get("output_zero_point", 0) or 0)
     mode = round_mode(attrs)
     dtype = results[0].dtype
+    rshifts = attrs["rshift"]
+    ndim = len(results[0].shape)
+    channels = results[0].shape[channel_axis(attrs, ndim)] if len(multipliers) > len(parts) else 1
     scaled = []
     for i, part in enumerate(parts):
-        m, r = int(multipliers[i]), int(attrs["rshift"][i])
-        scaled.append(saturate(rounding_shift(_centered_int(part, zero_point(attrs, i)) * m, r, mode) + zo, dtype))
+        centered_part = _centered_int(part, zero_point(attrs, i))
+        if channels > 1:
+            block = slice(i * channels, (i + 1) * channels)
+            scaled.append(requantize(centered_part, list(multipliers[block]), list(rshifts[block]), zo, dtype, mode,
+                                     axis=channel_axis(attrs, ndim)))
+            continue
+        m, r = int(multipliers[i]), int(rshifts[i])
+        scaled.append(saturate(rounding_shift(centered_part * m, r, mode) + zo, dtype))
     y = np.concatenate(scaled, axis=axis)
     if attrs.get("do_relu"):
         np.maximum(y, np.asarray(zo, dtype=dtype), out=y)

@@ -13,7 +13,8 @@
 - concat: each input requantized to the output's quantization by its own
   multiplier and shift; along the channel axis with per-channel scales (axis 1,
   or the last axis of features-last tensors), the output's scales are the
-  inputs' side by side and nothing is requantized.
+  inputs' side by side and nothing is requantized; along another axis with a
+  per-channel output, each input is requantized per channel.
 """
 
 from __future__ import annotations
@@ -193,7 +194,8 @@ def _rescaled(pattern: Int8Pattern, op: Operation, count: float, channels: bool)
 
 class ConcatInt8(Int8Pattern):
     """top.concat -> INT8 tpu.concat, each input requantized to the output; along the
-    channel axis with per-channel scales (1, or the last), the inputs' scales side by side."""
+    channel axis with per-channel scales (1, or the last), the inputs' scales side by side;
+    along another axis, per channel to the output's per-channel scales."""
 
     kinds = ("concat",)
 
@@ -212,6 +214,9 @@ class ConcatInt8(Int8Pattern):
                 scales = np.concatenate([scale_vector(p, shape(v)[axis]) for p, v in zip(params, inputs)])
                 so = ChannelQParams(scales.astype(np.float32), dtypes.pop(), axis=axis)
                 return build_tpu(op, [inputs], [self.ctx.result_type(op, so)])
+        channel = self.ctx.channel_axis(op.results[0])
+        if channel is not None and channel != axis:
+            return self.lower_per_channel(op, channel)
         inputs = [self.ctx.as_int8(v, op) for v in op.operands]
         params = [self.ctx.qparams(v) for v in inputs]
         so = self.ctx.output_qparams(op)
@@ -219,4 +224,20 @@ class ConcatInt8(Int8Pattern):
         if any(p != so for p in params):
             multipliers, rshifts = per_channel_multipliers([p.scale / so.scale for p in params])  # type: ignore[union-attr]
             extra = {**requant_attrs(multipliers, rshifts), **zero_point_attrs(params, so)}
+        return build_tpu(op, [inputs], [self.ctx.result_type(op, so)], extra)
+
+    def lower_per_channel(self, op: Operation, channel: int) -> Operation:
+        """Along another axis than the channels (a detector's levels joined along its
+        anchors): each input requantized per channel to the output's per-channel scales,
+        one multiplier and shift per input and channel (the first input's C, then the
+        next's), so small channels stay small in every input."""
+        inputs = [self.ctx.as_int8(v, op, channels=True, axis=channel) for v in op.operands]
+        params = [self.ctx.qparams(v) for v in inputs]
+        so = self.ctx.output_qparams(op, channels=True, axis=channel)
+        count = shape(op.results[0])[channel]
+        ratios = np.concatenate([scale_vector(p, count) / scale_vector(so, count) for p in params])
+        multipliers, rshifts = per_channel_multipliers(ratios)
+        extra = {**requant_attrs(multipliers, rshifts), **zero_point_attrs(params, so)}  # type: ignore[arg-type]
+        if channel != 1:
+            extra["channel_axis"] = channel
         return build_tpu(op, [inputs], [self.ctx.result_type(op, so)], extra)
