@@ -25,8 +25,11 @@ from tpu_xdsl.backend.slicing import OpShape
 from tpu_xdsl.calibration.calibrator import Options, calibrate
 from tpu_xdsl.calibration.dataset import Dataset
 from tpu_xdsl.calibration.table import CalibrationTableError, read_table, write_table
+from tpu_xdsl.device.chip import chip_config
+from tpu_xdsl.device.isa import Compute, LocalTensor
 from tpu_xdsl.device.model_file import load_model, save_model
 from tpu_xdsl.device.runtime import real_value, run_model
+from tpu_xdsl.device.timing import compute_cycles
 from tpu_xdsl.dialects.quant_types import qparams_of
 from tpu_xdsl.frontend.onnx_importer import import_onnx
 from tpu_xdsl.interp.runner import ModuleRunner, main_func, tensor_names
@@ -411,3 +414,16 @@ def test_levels_joined_along_the_anchors_keep_channel_scales(tmp_path):
     # One multiplier per input and channel: each level's channels to the output's scales.
     assert len(concat.attributes["multiplier"].data) == 2 * (4 + CLASSES)
     compile_and_compare(tpu, feeds)
+
+
+def test_last_axis_factors_cost_one_more_pass():
+    """bm1684x: an INT8 add of [1, 16, 12] codes is ceil(16 / 64) x ceil(12 / 64) = 1 cycle
+    a pass, 2 passes, plus the 64-cycle issue latency; along the last axis its 2 x 12
+    multipliers are read as a vector inside each lane: one pass more."""
+    chip = chip_config("bm1684x")
+    codes = LocalTensor(0, "int8", (1, 16, 1, 12), (1, 16, 12))
+    attrs = {"multiplier": list(range(1, 25)), "rshift": [8]}
+    along_rows = Compute(0, "add", (codes, codes), (codes,), attrs)
+    along_features = Compute(1, "add", (codes, codes), (codes,), {**attrs, "channel_axis": 2})
+    assert compute_cycles(chip, along_rows) == 64 + 2
+    assert compute_cycles(chip, along_features) == 64 + 3
