@@ -197,9 +197,10 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_a_ray_cluster_writes_the_same_table_byte_for_byte(prepared, tmp_path):
-    """A local Ray head on 127.0.0.1 with 2 CPUs, reached as a Ray Client: the sensitivity
-    table and the quantize table equal the local run's."""
+def test_a_ray_cluster_writes_the_same_tables_byte_for_byte(prepared):
+    """A local Ray head on 127.0.0.1 with 2 CPUs, reached as a Ray Client: calibrate's table
+    (less the line with the time it was written), search-qtable's sensitivity table and its
+    quantize table equal those of the local runs."""
     ray = Path(sys.executable).parent / "ray"
     port, client = _free_port(), _free_port()
     env_dir = tempfile.mkdtemp(prefix="ray")  # short: Ray's socket paths must stay under 108 bytes
@@ -220,6 +221,12 @@ def test_a_ray_cluster_writes_the_same_table_byte_for_byte(prepared, tmp_path):
                 time.sleep(1)
         local = _search(prepared, output="local_qtable")
         remote = _search(prepared, "--cluster", f"ray://127.0.0.1:{client}", output="ray_qtable")
+        tables = {}
+        for tag, extra in (("local", ["--jobs", "2"]), ("ray", ["--cluster", f"ray://127.0.0.1:{client}"])):
+            tables[tag] = prepared["folder"] / f"{tag}_cali_table"
+            done = tpu_xdsl("calibrate", str(prepared["mlir"]), "--dataset", str(prepared["cal"]), "--input-num", "12",
+                            *extra, "-o", str(tables[tag]))
+            assert done.returncode == 0, done.stdout + done.stderr
     finally:
         subprocess.run([str(ray), "stop", "--force"], capture_output=True, timeout=120, check=False)
         shutil.rmtree(env_dir, ignore_errors=True)
@@ -227,6 +234,13 @@ def test_a_ray_cluster_writes_the_same_table_byte_for_byte(prepared, tmp_path):
     assert remote.returncode == 0, remote.stdout + remote.stderr
     folder = prepared["folder"]
     assert (folder / "ray_qtable").read_bytes() == (folder / "local_qtable").read_bytes()
+
+    def without_time(path: Path) -> bytes:  # the table's first line is the time it was written
+        lines = path.read_bytes().splitlines(keepends=True)
+        assert lines[0].startswith(b"# genetated time:")
+        return b"".join(lines[1:])
+
+    assert without_time(tables["ray"]) == without_time(tables["local"])
 
     def sensitivity(out: str) -> list[str]:
         return [line for line in out.splitlines() if re.match(r"^\S+\s+(conv|sub|add)\s", line)]

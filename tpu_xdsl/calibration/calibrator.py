@@ -50,6 +50,7 @@ class Options:
     tune_num: int = 0
     jobs: int = 1
     search_threshold: bool = False  # per tensor, the method whose readers keep the best SQNR
+    cluster: str | None = None  # a Ray cluster for the sample passes (`tpu_xdsl.workers`)
 
 
 @dataclass
@@ -81,6 +82,9 @@ class _Worker:
         histograms.samples = 1
         self.runner.run(self.loader.load(path), [HistogramCollector(histograms)])
         return histograms
+
+    def histograms_task(self, task: tuple[Path, TensorHistograms]) -> TensorHistograms:
+        return self.histograms(*task)
 
 
 _worker: _Worker | None = None
@@ -167,19 +171,10 @@ def _map(worker: _Worker, executor: ProcessPoolExecutor | None, jobs: int, task,
             yield future.result()
 
 
-def calibrate(
-    mlir_path: str | Path,
-    dataset: Dataset,
-    options: Options,
-    progress: Progress = no_progress,
-    module: ModuleOp | None = None,
-) -> Result:
-    """Calibrate the TOP module at `mlir_path` (already parsed: `module`) on `dataset`;
-    nothing is written."""
-    mlir_path = Path(mlir_path)
-    if options.method not in METHODS:
-        raise ValueError(f"unknown method {options.method!r}")
-    local = _Worker(mlir_path, module)
+def _local_passes(
+    local: _Worker, mlir_path: Path, dataset: Dataset, options: Options, progress: Progress
+) -> tuple[TensorRanges, TensorHistograms]:
+    """The two sample passes in this process or `options.jobs` worker processes."""
     jobs = max(1, min(options.jobs, len(dataset)))
     with _executor(jobs, mlir_path) if jobs > 1 else nullcontext() as executor:
         ranges = TensorRanges()
@@ -193,6 +188,56 @@ def calibrate(
         for part in _map(local, executor, jobs, _histograms_task, tasks):
             histograms.merge(part)
             advance(1)
+    return ranges, histograms
+
+
+# Samples handed to a cluster at a time: their statistics are merged before the next
+# batch goes out, so the driver holds a batch's partial results at most.
+CLUSTER_BATCH = 32
+
+
+def _cluster_passes(
+    mlir_path: Path, dataset: Dataset, options: Options, progress: Progress
+) -> tuple[TensorRanges, TensorHistograms]:
+    """The two sample passes on the Ray cluster `options.cluster`: one actor per CPU, each
+    reading the module itself; results merged in sample order."""
+    from tpu_xdsl.workers import workers
+
+    paths = list(dataset.paths)
+    batches = [paths[i : i + CLUSTER_BATCH] for i in range(0, len(paths), CLUSTER_BATCH)]
+    with workers(_Worker, (mlir_path,), options.jobs, options.cluster) as pool:
+        ranges = TensorRanges()
+        advance = progress("pass 1/2: ranges", len(paths))
+        for batch in batches:
+            for part in pool.map("ranges", batch):
+                ranges.merge(part)
+            advance(len(batch))
+        histograms = TensorHistograms.for_ranges(ranges, options.bins)
+        advance = progress("pass 2/2: histograms", len(paths))
+        for batch in batches:
+            for part in pool.map("histograms_task", [(path, histograms.empty_copy()) for path in batch]):
+                histograms.merge(part)
+            advance(len(batch))
+    return ranges, histograms
+
+
+def calibrate(
+    mlir_path: str | Path,
+    dataset: Dataset,
+    options: Options,
+    progress: Progress = no_progress,
+    module: ModuleOp | None = None,
+) -> Result:
+    """Calibrate the TOP module at `mlir_path` (already parsed: `module`) on `dataset`;
+    nothing is written."""
+    mlir_path = Path(mlir_path)
+    if options.method not in METHODS:
+        raise ValueError(f"unknown method {options.method!r}")
+    local = _Worker(mlir_path, module)
+    if options.cluster:
+        ranges, histograms = _cluster_passes(mlir_path, dataset, options, progress)
+    else:
+        ranges, histograms = _local_passes(local, mlir_path, dataset, options, progress)
     names = ranges.names()
     chosen = {n: _threshold(options.method, histograms, n) for n in names}
     tuned: list[TuneResult] = []

@@ -48,6 +48,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     c.add_argument("--tune-num", type=int, default=0, help="auto-tune the N tensors whose methods disagree most (default 0)")
     c.add_argument("--histogram-bins", type=int, default=2048, help="histogram bins per tensor (default 2048, at least 128)")
     c.add_argument("--jobs", type=int, default=None, help="worker processes (default: 2 on 2+ cores for 40+ samples, else 1)")
+    c.add_argument("--cluster", help="run the sample passes on a Ray cluster: ray://HOST:PORT, or auto for a running "
+                                     "local one; its nodes must see the model and samples at the same paths "
+                                     "(pip install -e '.[cluster]')")
     c.add_argument("--search-threshold", action="store_true",
                    help="per tensor, the method (kl, mse, max, percentile9999) whose threshold gives its readers' outputs the best SQNR")
     c.add_argument("--we", action="store_true",
@@ -272,8 +275,12 @@ def _calibrate_and_correct(args: argparse.Namespace, module, dataset, work: Path
         for line in equalize(module).lines():
             print(line)
         source = save_work_copy()
+    if args.cluster:
+        from tpu_xdsl.workers import check_cluster
+
+        check_cluster(args.cluster)
     options = Options(args.method, args.histogram_bins, args.tune_num, args.jobs or default_jobs(len(dataset)),
-                      search_threshold=args.search_threshold)
+                      search_threshold=args.search_threshold, cluster=args.cluster)
     result = calibrate(source, dataset, options, _progress, module)
     if args.bc:
         from tpu_xdsl.calibration.bias_correction import Scheme, bias_correct
