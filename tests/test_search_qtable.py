@@ -246,3 +246,96 @@ def test_a_ray_cluster_writes_the_same_tables_byte_for_byte(prepared):
         return [line for line in out.splitlines() if re.match(r"^\S+\s+(conv|sub|add)\s", line)]
 
     assert sensitivity(remote.stdout) == sensitivity(local.stdout) != []
+
+
+# -- the search itself, on scores computed by hand ---------------------------------------------
+
+
+def _additive_scorer(damage: dict[str, float], float_mode: str = "F16"):
+    """Scores of a model whose cosine loses damage[op] for each op left in INT8: a
+    configuration's score is 1 - the sum over its INT8 ops (the same for every sample)."""
+    from tpu_xdsl.calibration.qtable_search import Config
+
+    def scorer(configs: list[Config]) -> list[tuple[float, ...]]:
+        scores = []
+        for config in configs:
+            table = dict(config.table)
+            int8 = [op for op in damage if table.get(op, config.mode) == "INT8"]
+            scores.append((1 - sum(damage[op] for op in int8),) * 3)
+        return scores
+
+    return scorer
+
+
+def test_the_search_finds_the_smallest_set_on_hand_computed_scores():
+    from tpu_xdsl.calibration.qtable_search import Candidate, run_search
+
+    damage = {"a": 0.001, "b": 0.02, "c": 0.004, "d": 0.0005, "e": 0.006}
+    ops = [Candidate(name, "conv", 10) for name in damage]
+    result = run_search(ops, _additive_scorer(damage), "F16", 0.99)
+    # All INT8: 1 - 0.0315 = 0.9685. The fewest ops whose damage leaves at most 0.01:
+    # b (0.02) must go; then 0.0115 remains, so one more: e (0.006) leaves 0.0055.
+    assert [c.name for c in result.float_ops] == ["b", "e"]
+    assert result.score == pytest.approx(1 - 0.0055)
+    assert result.all_int8 == pytest.approx(0.9685) and result.all_float == pytest.approx(1.0)
+    assert [s.candidate.name for s in result.sensitivities] == ["b", "e", "c", "a", "d"]  # worst first
+    assert result.float_macs == 20 and result.total_macs == 50
+
+
+def test_pruning_drops_what_the_ranking_put_in_needlessly():
+    """The ranking is by each op alone in INT8; when two ops only hurt together, the prefix
+    the binary search finds can hold ops that pruning then puts back into INT8."""
+    from tpu_xdsl.calibration.qtable_search import Candidate, Config, run_search
+
+    def scorer(configs: list[Config]) -> list[tuple[float, ...]]:
+        out = []
+        for config in configs:
+            table = dict(config.table)
+            int8 = {op for op in "abc" if table.get(op, config.mode) == "INT8"}
+            # a alone costs most, but b and c together cost more than the target allows.
+            score = 1 - 0.006 * ("a" in int8) - (0.02 if {"b", "c"} <= int8 else 0.002 * len(int8 & {"b", "c"}))
+            out.append((score,))
+        return out
+
+    ops = [Candidate(name, "conv", 1) for name in "abc"]
+    result = run_search(ops, scorer, "F16", 0.99)
+    # ranking: a (0.994), then b, c (0.998 each); prefix [a] fails (0.98), [a, b] passes
+    # (0.998); pruning: without b fails, without a passes (1 - 0.002 = 0.998): only b stays.
+    assert [c.name for c in result.float_ops] == ["b"]
+
+
+def test_a_target_no_set_meets_is_out_of_reach():
+    from tpu_xdsl.calibration.qtable_search import Candidate, TargetNotMet, run_search
+
+    damage = {"a": 0.02, "b": 0.02}
+    ops = [Candidate(name, "conv", 1) for name in damage]
+    with pytest.raises(TargetNotMet, match="needs more than 1 op"):
+        run_search(ops, _additive_scorer(damage), "F16", 0.99, max_float_ops=1)
+
+
+def test_reused_results_equal_a_plain_run(prepared):
+    """The evaluator's memoized runs give exactly what lowering and running the module
+    afresh gives, for configurations that differ from the bases in one op."""
+    from tpu_xdsl.calibration.qtable_search import Config, Evaluator, cosine
+    from tpu_xdsl.calibration.table import read_table
+    from tpu_xdsl.interp.runner import ModuleRunner
+    from tpu_xdsl.ir_io import read_module
+    from tpu_xdsl.transforms.import_calibration import import_calibration
+    from tpu_xdsl.transforms.lower_top_to_tpu import lower_top_to_tpu
+    from tpu_xdsl.weights import attach_weights, weights_of
+
+    paths = sorted(prepared["cal"].iterdir())[:3]
+    evaluator = Evaluator(prepared["mlir"], prepared["table"], "bm1684x", paths)
+    for config in (Config("INT8"), Config("F16"), Config.of("INT8", {"d": "F16"}), Config.of("F16", {"b": "INT8"})):
+        scores = evaluator.score(config)
+        module = read_module(prepared["mlir"])
+        attach_weights(module, base_dir=prepared["folder"])
+        import_calibration(module, read_table(prepared["table"]), "table")
+        lower_top_to_tpu(module, config.mode, "bm1684x", qtable=dict(config.table))
+        runner = ModuleRunner(module, weights_of(module))
+        expected = tuple(
+            cosine(reference["y"], runner.run(sample)["y"])
+            for sample, reference in zip(evaluator.samples, evaluator.references, strict=True)
+        )
+        assert scores == expected, config
+    assert evaluator.cached_bytes > 0
