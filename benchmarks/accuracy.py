@@ -139,7 +139,7 @@ def searched_qtable(mlir: Path, table, cal: Path, count: int, jobs: int | None =
         print(f"    search-qtable: {e}", file=sys.stderr)
         return {}, time.perf_counter() - started
     seconds = time.perf_counter() - started
-    print(f"    search-qtable: {len(result.float_ops)} ops in F16, cosine {result.all_int8:.4f} -> {result.score:.4f} "
+    print(f"    search-qtable: {len(result.float_ops)} ops in F16, cosine {result.all_mode:.4f} -> {result.score:.4f} "
           f"on {count} samples, {seconds:.0f} s", file=sys.stderr)
     return {c.name: "F16" for c in result.float_ops}, seconds
 

@@ -277,7 +277,7 @@ def test_the_search_finds_the_smallest_set_on_hand_computed_scores():
     # b (0.02) must go; then 0.0115 remains, so one more: e (0.006) leaves 0.0055.
     assert [c.name for c in result.float_ops] == ["b", "e"]
     assert result.score == pytest.approx(1 - 0.0055)
-    assert result.all_int8 == pytest.approx(0.9685) and result.all_float == pytest.approx(1.0)
+    assert result.all_mode == pytest.approx(0.9685) and result.all_float == pytest.approx(1.0)
     assert [s.candidate.name for s in result.sensitivities] == ["b", "e", "c", "a", "d"]  # worst first
     assert result.float_macs == 20 and result.total_macs == 50
 
@@ -339,3 +339,22 @@ def test_reused_results_equal_a_plain_run(prepared):
         )
         assert scores == expected, config
     assert evaluator.cached_bytes > 0
+
+
+def test_a_bf16_model_finds_its_ops_for_f32(prepared):
+    """--mode BF16: bf16's 8 significant bits also lose the small difference of the two
+    convolutions; the search puts them and their difference in F32 (no calibration table
+    needed), and the sensitivity table names the mode."""
+    done = tpu_xdsl(
+        "search-qtable", str(prepared["mlir"]), "--dataset", str(prepared["cal"]), "--input-num", "12",
+        "--mode", "BF16", "--float-mode", "F32", "--target-cosine", "0.999", "--jobs", "1",
+        "-o", str(prepared["folder"] / "bf16_qtable"),
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    table = (prepared["folder"] / "bf16_qtable").read_text()
+    lines = [line.split() for line in table.splitlines() if line and not line.startswith("#")]
+    assert {name for name, _ in lines} == set(CANCELLING) and {mode for _, mode in lines} == {"F32"}, table
+    assert "every op BF16:" in table and "BF16 alone" in done.stdout
+    done = tpu_xdsl("search-qtable", str(prepared["mlir"]), "--dataset", str(prepared["cal"]), "--mode", "BF16",
+                    "--float-mode", "BF16", "-o", str(prepared["folder"] / "same_qtable"))
+    assert done.returncode == 2 and "give a mode more precise than --mode BF16" in done.stderr

@@ -1,5 +1,6 @@
-"""Mixed precision by measurement: which ops must leave INT8 for the model to keep its accuracy
-(TPU-MLIR's run_sensitive_layer and search_qtable).
+"""Mixed precision by measurement: which ops must leave INT8 (or BF16, for a BF16 model) for the
+model to keep its accuracy (TPU-MLIR's run_sensitive_layer and search_qtable). Below, "INT8"
+stands for the searched mode.
 
 Every score is the real thing: the calibrated TOP module lowered with one quantize table
 (`lower_top_to_tpu(..., qtable=...)`) and run by the TPU interpreter on the search samples;
@@ -78,16 +79,17 @@ class Config:
 @dataclass(frozen=True)
 class Sensitivity:
     candidate: Candidate
-    int8_alone: float  # score with only this op in INT8
+    mode_alone: float  # score with only this op in the searched mode (INT8 unless said)
     float_alone: float  # score with only this op in the float mode
 
 
 @dataclass
 class SearchResult:
+    mode: str  # the mode the ops stay in: INT8, or BF16 for a BF16 model
     sensitivities: list[Sensitivity]  # worst first
     float_ops: list[Candidate]  # in ranking order
     score: float  # of the chosen table
-    all_int8: float
+    all_mode: float
     all_float: float
     total_macs: int
     runs: int = 0
@@ -285,6 +287,7 @@ class Search:
     scorer: Scorer
     float_mode: str
     target: float
+    mode: str = "INT8"
     progress: Callable[[int], None] = lambda n: None
     cache: dict[Config, float] = field(default_factory=dict)
 
@@ -297,7 +300,7 @@ class Search:
         return [self.cache[c] for c in configs]
 
     def floated(self, ops: Iterable[Candidate]) -> Config:
-        return Config.of("INT8", {c.name: self.float_mode for c in ops})
+        return Config.of(self.mode, {c.name: self.float_mode for c in ops})
 
     def score_of(self, ops: Iterable[Candidate]) -> float:
         return self.scores([self.floated(ops)])[0]
@@ -306,12 +309,13 @@ class Search:
 def run_search(
     ops: list[Candidate], scorer: Scorer, float_mode: str, target: float,
     max_float_ops: int | None = None, progress: Callable[[str, int], Callable[[int], None]] | None = None,
-    before_sensitivity: Callable[[float, float], None] | None = None,
+    before_sensitivity: Callable[[float, float], None] | None = None, mode: str = "INT8",
 ) -> SearchResult:
-    """Sensitivity, ranking, binary search and pruning (the module docstring); raises
-    TargetNotMet when no allowed set of float ops reaches `target`."""
-    search = Search(scorer, float_mode, target)
-    all_int8, all_float = search.scores([Config("INT8"), Config(float_mode)])
+    """Sensitivity, ranking, binary search and pruning (the module docstring) of the ops of a
+    model deployed in `mode`; raises TargetNotMet when no allowed set of ops in `float_mode`
+    reaches `target`."""
+    search = Search(scorer, float_mode, target, mode)
+    all_mode, all_float = search.scores([Config(mode), Config(float_mode)])
     total_macs = sum(c.macs for c in ops)
     if all_float < target:
         raise TargetNotMet(
@@ -320,23 +324,23 @@ def run_search(
             all_float,
         )
     if before_sensitivity is not None:
-        before_sensitivity(all_int8, all_float)
-    configs = [Config.of(float_mode, {c.name: "INT8"}) for c in ops] + [search.floated([c]) for c in ops]
+        before_sensitivity(all_mode, all_float)
+    configs = [Config.of(float_mode, {c.name: mode}) for c in ops] + [search.floated([c]) for c in ops]
     if progress is not None:
         search.scorer = _with_progress(scorer, progress("sensitivity", len(configs)))
     values = search.scores(configs)
     sensitivities = [Sensitivity(c, values[i], values[len(ops) + i]) for i, c in enumerate(ops)]
-    sensitivities.sort(key=lambda s: (s.int8_alone, -s.float_alone, s.candidate.name))
+    sensitivities.sort(key=lambda s: (s.mode_alone, -s.float_alone, s.candidate.name))
     ranked = [s.candidate for s in sensitivities]
     if progress is not None:
         search.scorer = _with_progress(scorer, progress("search", 0))
     chosen: list[Candidate] = []
-    if all_int8 < target:
+    if all_mode < target:
         limit = len(ranked) if max_float_ops is None else min(max_float_ops, len(ranked))
         chosen = _shortest_prefix(search, ranked, limit)
         chosen = _prune(search, chosen)
     score = search.score_of(chosen)
-    return SearchResult(sensitivities, chosen, score, all_int8, all_float, total_macs, len(search.cache))
+    return SearchResult(mode, sensitivities, chosen, score, all_mode, all_float, total_macs, len(search.cache))
 
 
 def search_qtable(
@@ -344,7 +348,7 @@ def search_qtable(
     target: float, float_mode: str, *, max_float_ops: int | None = None, asymmetric: bool = False,
     jobs: int = 1, cluster: str | None = None, module=None,
     progress: Callable[[str, int], Callable[[int], None]] | None = None,
-    before_sensitivity: Callable[[float, float], None] | None = None,
+    before_sensitivity: Callable[[float, float], None] | None = None, mode: str = "INT8",
 ) -> SearchResult:
     """The whole search on the module at `mlir_path` (parsed already: `module`), its runs on
     `jobs` processes or a Ray `cluster`; raises TargetNotMet."""
@@ -360,7 +364,7 @@ def search_qtable(
         def scorer(configs: list[Config]) -> list[tuple[float, ...]]:
             return pool.map("score", configs)
 
-        return run_search(ops, scorer, float_mode, target, max_float_ops, progress, before_sensitivity)
+        return run_search(ops, scorer, float_mode, target, max_float_ops, progress, before_sensitivity, mode)
 
 
 def _with_progress(scorer: Scorer, advance: Callable[[int], None]) -> Scorer:
@@ -385,7 +389,7 @@ def _shortest_prefix(search: Search, ranked: list[Candidate], limit: int) -> lis
                 best,
             )
         raise TargetNotMet(
-            f"the target cosine {search.target} cannot be met with every INT8 op in {search.float_mode}: "
+            f"the target cosine {search.target} cannot be met with every {search.mode} op in {search.float_mode}: "
             f"the best reached is {best:.6f}; lower --target-cosine",
             best,
         )
@@ -419,7 +423,7 @@ def format_qtable(result: SearchResult, model: str, chip: str, target: float, sa
     lines = [
         f"# quantize table for {model} on {chip}, written by tpu-xdsl search-qtable",
         f"# target cosine {target}: mean over {samples} samples of the final-output cosine against TOP (F32)",
-        (f"# achieved cosine {result.score:.6f} (every op INT8: {result.all_int8:.6f}; every op "
+        (f"# achieved cosine {result.score:.6f} (every op {result.mode}: {result.all_mode:.6f}; every op "
          f"{float_mode}: {result.all_float:.6f})"),
         f"# float ops: {len(result.float_ops)} in {float_mode}; MACs in float: {share:.2%}",
         "# op_name mode",
@@ -431,12 +435,13 @@ def format_qtable(result: SearchResult, model: str, chip: str, target: float, sa
 def format_sensitivity(result: SearchResult) -> list[str]:
     """The sensitivity table, worst first, with each op's share of the MACs."""
     width = max([len(s.candidate.name) for s in result.sensitivities] + [2])
-    rows = [f"{'op':<{width}}  {'type':<14} {'MACs %':>7} {'INT8 alone':>11} {'float alone':>12}  float"]
+    alone = f"{result.mode} alone"
+    rows = [f"{'op':<{width}}  {'type':<14} {'MACs %':>7} {alone:>11} {'float alone':>12}  float"]
     chosen = {c.name for c in result.float_ops}
     for s in result.sensitivities:
         share = s.candidate.macs / result.total_macs if result.total_macs else 0.0
         rows.append(
-            f"{s.candidate.name:<{width}}  {s.candidate.kind:<14} {share:7.2%} {s.int8_alone:11.6f} "
+            f"{s.candidate.name:<{width}}  {s.candidate.kind:<14} {share:7.2%} {s.mode_alone:11.6f} "
             f"{s.float_alone:12.6f}  {'yes' if s.candidate.name in chosen else ''}"
         )
     return rows

@@ -2,8 +2,8 @@
 run_sensitive_layer and search_qtable).
 
     tpu-xdsl search-qtable N.mlir --calibration-table T --dataset DIR [--input-num K] \\
-        --chip C [--target-cosine 0.99] [--float-mode F16|BF16|F32] [--max-float-ops N] \\
-        [--jobs J] [--cluster ray://HOST:PORT|auto] -o N_qtable
+        --chip C [--target-cosine 0.99] [--mode INT8|BF16|F16] [--float-mode F16|BF16|F32] \\
+        [--max-float-ops N] [--jobs J] [--cluster ray://HOST:PORT|auto] -o N_qtable
 
 Prints each op's sensitivity (worst first) and writes a quantize table that `tpu-xdsl deploy
 --quantize INT8 --quantize-table N_qtable` reads. The algorithm is in
@@ -28,6 +28,7 @@ class SearchUsageError(TpuXdslError):
 
 
 DEFAULT_FLOAT_MODES = ("F16", "BF16", "F32")  # TPU-MLIR's "auto": the chip's fast float mode
+PRECISION = ("INT8", "BF16", "F16", "F32")  # least to most precise
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -42,8 +43,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     s.add_argument("--chip", default="bm1684x", help="the chip (default bm1684x)")
     s.add_argument("--target-cosine", type=float, default=0.99,
                    help="mean final-output cosine against TOP (F32) to reach (default 0.99)")
-    s.add_argument("--float-mode", help="the mode of the ops taken out of INT8 (default: F16 where the chip has it, "
-                                        "else BF16)")
+    s.add_argument("--mode", default="INT8", help="the mode the model deploys in: INT8 (default), or BF16/F16 to find "
+                                                  "the ops that need a more precise float mode")
+    s.add_argument("--float-mode", help="the mode of the ops taken out of --mode (default for INT8: F16 where the chip "
+                                        "has it, else BF16; for BF16 and F16: F32)")
     s.add_argument("--max-float-ops", type=int, help="at most this many ops in float")
     s.add_argument("--asymmetric", action="store_true", help="search for asymmetric INT8 (deploy --asymmetric)")
     s.add_argument("--jobs", type=int, help="worker processes (default: 2 on 2+ cores)")
@@ -72,14 +75,19 @@ def check_args(args: argparse.Namespace):
         chip = chip_config(args.chip)
     except TpuXdslError as e:
         raise SearchUsageError(f"--chip {args.chip}: {e}") from e
-    if "INT8" not in chip.modes:
-        raise SearchUsageError(f"--chip {args.chip} has no INT8 mode: nothing to search")
+    args.mode = args.mode.upper()
+    if args.mode not in ("INT8", "BF16", "F16") or not chip.supports(args.mode):
+        searchable = ", ".join(m for m in chip.modes if m != "F32")
+        raise SearchUsageError(f"--mode {args.mode}: give a mode chip {chip.name} has below F32: {searchable}")
     if args.float_mode is None:
-        args.float_mode = next(m for m in DEFAULT_FLOAT_MODES if chip.supports(m))
+        default = DEFAULT_FLOAT_MODES if args.mode == "INT8" else ("F32",)
+        args.float_mode = next((m for m in default if chip.supports(m)), "F32")
     args.float_mode = args.float_mode.upper()
     if args.float_mode not in DEFAULT_FLOAT_MODES or not chip.supports(args.float_mode):
         floats = ", ".join(m for m in chip.modes if m != "INT8")
         raise SearchUsageError(f"--float-mode {args.float_mode}: chip {chip.name} computes floats in {floats}")
+    if PRECISION.index(args.float_mode) <= PRECISION.index(args.mode):
+        raise SearchUsageError(f"--float-mode {args.float_mode}: give a mode more precise than --mode {args.mode}")
     output = Path(args.output)
     if output.is_dir():
         raise SearchUsageError(f"-o {args.output}: is a folder; name the quantize table file to write")
@@ -123,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
     chip = check_args(args)
     module = read_top_module(args.model)
     check_top_module(module, args.model)
-    if args.calibration_table is None and not is_model_calibrated(module):
+    if args.mode == "INT8" and args.calibration_table is None and not is_model_calibrated(module):
         raise SearchUsageError("give --calibration-table: INT8 needs the ranges tpu-xdsl calibrate writes")
     if args.calibration_table is not None:
         read_table(args.calibration_table)  # a malformed table is a one-line error here, not in a worker
@@ -134,15 +142,15 @@ def run(args: argparse.Namespace) -> int:
         check_cluster(args.cluster)
     started = time.perf_counter()
 
-    def announce(all_int8: float, all_float: float) -> None:
-        print(f"every op INT8: cosine {all_int8:.6f}; every op {args.float_mode}: {all_float:.6f}; "
+    def announce(all_mode: float, all_float: float) -> None:
+        print(f"every op {args.mode}: cosine {all_mode:.6f}; every op {args.float_mode}: {all_float:.6f}; "
               f"target {args.target_cosine}; sensitivity runs on {len(dataset)} samples", flush=True)
 
     try:
         result = search_qtable(
             args.model, args.calibration_table, chip.name, dataset.paths, args.target_cosine, args.float_mode,
             max_float_ops=args.max_float_ops, asymmetric=args.asymmetric, jobs=args.jobs or default_jobs(),
-            cluster=args.cluster, module=module, progress=_progress, before_sensitivity=announce,
+            cluster=args.cluster, module=module, progress=_progress, before_sensitivity=announce, mode=args.mode,
         )
     except TargetNotMet as e:
         print(f"tpu-xdsl search-qtable: {e}", file=sys.stderr)
@@ -155,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
     _write_atomically(Path(args.output), text)
     share = result.float_macs / result.total_macs if result.total_macs else 0.0
     print(f"{len(result.float_ops)} of {len(result.sensitivities)} ops in {args.float_mode} ({share:.2%} of the MACs): cosine "
-          f"{result.all_int8:.6f} -> {result.score:.6f} (target {args.target_cosine}); {result.runs} runs in "
+          f"{result.all_mode:.6f} -> {result.score:.6f} (target {args.target_cosine}); {result.runs} runs in "
           f"{seconds:.0f} s; wrote {args.output}")
     return 0
 
