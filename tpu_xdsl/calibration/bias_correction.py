@@ -15,9 +15,10 @@ measured this way add up as the corrections do (each corrects its own), where
 errors measured through a whole INT8 run would correct every upstream shift again in
 each downstream op.
 
-Only positions where both outputs are inside the linear part of the op count: a fused
-ReLU that clips (output 0, or the ReLU6 limit) and the quantizer's saturation hide the
-error there, and the tail a threshold clips off is not a shift of the whole channel.
+Only positions whose float output is well inside the linear part of the op count: a
+fused ReLU that clips (output 0, or the ReLU6 limit) and the quantizer's saturation hide
+the error there, and the tail a threshold clips off is not a shift of the whole channel
+(`_linear_mask`).
 """
 
 from __future__ import annotations
@@ -93,16 +94,30 @@ class _ShiftSums:
         return self.sums[name] / np.maximum(self.counts[name], 1)
 
 
-def _linear_mask(op: Operation, reference: np.ndarray, actual: np.ndarray, codes: np.ndarray, qparams) -> np.ndarray:
-    """Positions where neither output is clipped: by a fused ReLU (at 0 or its limit) or
-    by the quantizer (the lowest or highest code)."""
-    mask = (codes > qparams.qmin) & (codes < qparams.qmax)
+def _linear_mask(op: Operation, reference: np.ndarray, actual: np.ndarray, codes: np.ndarray, qparams,
+                 axis: int) -> np.ndarray:
+    """Positions whose float value lies inside the op's linear range (above a fused
+    ReLU's 0, below its limit, inside the quantizer's codes) by a margin of three
+    standard deviations of the channel's error.
+
+    The condition is on the float value only: selecting on the INT8 value too (both
+    outputs positive) keeps the positions where the noise pushed the INT8 value up and
+    drops those where it pushed it below zero, which reads noise as a shift (on a
+    channel whose values sit near zero, often larger than the real one)."""
+    low = qparams.dequantize(np.full_like(codes, qparams.qmin)).astype(np.float64)
+    high = qparams.dequantize(np.full_like(codes, qparams.qmax)).astype(np.float64)
     if bool(_attr(op, "do_relu", 0)):
-        mask &= (reference > 0) & (actual > 0)
+        low = np.maximum(low, 0.0)
         limit = float(_attr(op, "relu_limit", -1.0))
         if limit > 0:
-            mask &= (reference < limit) & (actual < limit)
-    return mask
+            high = np.minimum(high, limit)
+    inside = (reference > low) & (reference < high) & (actual > low) & (actual < high)
+    axes = tuple(a for a in range(reference.ndim) if a != axis)
+    diff = np.where(inside, reference - actual, 0.0)
+    count = np.maximum(inside.sum(axis=axes, keepdims=True), 1)
+    mean = diff.sum(axis=axes, keepdims=True) / count
+    spread = np.sqrt(np.where(inside, (reference - actual - mean) ** 2, 0.0).sum(axis=axes, keepdims=True) / count)
+    return (reference > low + 3 * spread) & (reference < high - 3 * spread)
 
 
 def _attr(op: Operation, name: str, default):
@@ -214,8 +229,8 @@ def measure_shifts(
                 actual = out_qparams.dequantize(codes).astype(np.float64)
                 reference = np.asarray(floats[name], np.float64)
                 top_op = top_ops[name]
-                mask = _linear_mask(top_op, reference, actual, codes, out_qparams)
                 axis = 1 if op.name == "tpu.conv" else reference.ndim - 1
+                mask = _linear_mask(top_op, reference, actual, codes, out_qparams, axis)
                 sums.add(name, reference - actual, mask, axis)
         progress(1)
     return {name: sums.shift(name) for name in sums.sums}
