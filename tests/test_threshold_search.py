@@ -11,11 +11,13 @@ against onnxruntime's float output decides.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
 import onnx
 import onnxruntime as ort
+import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from tpu_xdsl.calibration.table import read_table
@@ -222,3 +224,52 @@ def test_the_whole_model_check_keeps_the_default_when_the_searched_set_is_worse(
     assert abs(outcome.searched_cosine - output_cosine(searched)) < 1e-5
     assert outcome.kept_default == (outcome.searched_cosine < outcome.default_cosine)
     assert outcome.chosen == ({} if outcome.kept_default else {r.name: r.chosen for r in outcome.results})
+
+
+@pytest.mark.parametrize("seed", [10, 11], ids=["int8-rejects", "int8-accepts"])
+def test_calibrate_keeps_searched_thresholds_only_if_the_real_int8_model_is_as_close(tmp_path, capsys, seed):
+    """With deploy's scheme given (--per-tensor-activations), the table written is the one
+    whose INT8 model (lowered and run here) is closer to the float outputs on the samples
+    after the search's, of the searched thresholds and the default method's."""
+    from tpu_xdsl.transforms.import_calibration import import_calibration
+    from tpu_xdsl.transforms.lower_top_to_tpu import lower_top_to_tpu
+
+    onnx_path = model(tmp_path / "searched.onnx")
+    mlir = tmp_path / "searched.mlir"
+    assert cli(capsys, "transform", "--model-def", onnx_path, "--model-name", "s", "-o", mlir)[0] == 0
+    data = tmp_path / "data"
+    data.mkdir()
+    xs = heavy_tailed(12, seed=seed)
+    for i, x in enumerate(xs):
+        np.savez(data / f"s{i:02d}.npz", x=x)
+    assert cli(capsys, "calibrate", mlir, "--dataset", data, "-o", tmp_path / "kl")[0] == 0
+    code, out, err = cli(capsys, "calibrate", mlir, "--dataset", data, "--search-threshold",
+                         "--per-tensor-activations", "-o", tmp_path / "searched")
+    assert code == 0, err
+
+    def int8_cosine(table: Path) -> float:
+        module = read_module(mlir)
+        attach_weights(module, base_dir=tmp_path)
+        import_calibration(module, read_table(table), str(table))
+        lower_top_to_tpu(module, "INT8", per_tensor_activations=True)
+        runner = ModuleRunner(module, weights_of(module))
+        session = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
+        found = []
+        for x in xs[8:]:
+            a = np.concatenate([v.ravel() for v in session.run(None, {"x": x})]).astype(np.float64)
+            b = np.concatenate([np.asarray(v).ravel() for v in runner.run({"x": x}).values()]).astype(np.float64)
+            found.append(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+        return float(np.mean(found))
+
+    searched, default = int8_cosine(tmp_path / "searched"), int8_cosine(tmp_path / "kl")
+    kl = {r.name: r.threshold for r in read_table(tmp_path / "kl").rows}
+    written = {r.name: r.threshold for r in read_table(tmp_path / "searched").rows}
+    if seed == 10:  # the simulation let the searched set through, the real INT8 model did not
+        found = re.search(r"INT8 output cosine ([0-9.]+) < ([0-9.]+) with kl everywhere; kept kl", out)
+        assert found, out
+        assert written == kl
+    else:
+        found = re.search(r"([0-9.]+) -> ([0-9.]+) \(INT8\)", out)
+        assert found, out
+        assert written != kl and searched >= default
+        assert abs(float(found[1]) - default) < 1e-5 and abs(float(found[2]) - searched) < 1e-5

@@ -102,6 +102,9 @@ class SearchOutcome:
     default_cosine: float = 1.0  # outputs with every tensor at the default method's threshold
     searched_cosine: float = 1.0  # ... at the searched thresholds
     kept_default: bool = False
+    # the real INT8 check (`int8_output_cosines`): label ("searched", "default") -> cosine
+    int8_cosines: dict[str, float] = field(default_factory=dict)
+    int8_rejected: bool = False  # the real INT8 check put the default back
 
     @property
     def chosen(self) -> dict[str, float]:
@@ -248,3 +251,26 @@ def search_thresholds(
                 best = threshold
         results.append(SearchResult(name, default, best, by_threshold[best], scored[default], scored[best]))
     return results
+
+
+def int8_output_cosines(module, tables: Mapping[str, object], samples: Sequence[Mapping[str, np.ndarray]],
+                        scheme) -> dict[str, float]:
+    """For each calibration table (label -> table), the mean cosine of the final outputs of
+    `module` lowered to INT8 with it (`scheme`: bias_correction.Scheme, the one deploy
+    will use) against the TOP module's, over `samples`: the real INT8, not a simulation
+    (data movement keeping its input's scale, lookup tables of whole chains)."""
+    from tpu_xdsl.calibration.bias_correction import lowered_int8
+    from tpu_xdsl.calibration.tune import cosine
+    from tpu_xdsl.weights import weights_of
+
+    top = ModuleRunner(module, weights_of(module))
+    references = [list(top.run(s).values()) for s in samples]
+    found = {}
+    for label, table in tables.items():
+        int8 = lowered_int8(module, table, scheme)
+        runner = ModuleRunner(int8, weights_of(int8))
+        found[label] = float(np.mean([
+            cosine([np.asarray(v, np.float64) for v in runner.run(s).values()], ref)
+            for s, ref in zip(samples, references, strict=True)
+        ]))
+    return found

@@ -58,9 +58,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     c.add_argument("--bc", action="store_true",
                    help="bias correction: fold each INT8 conv/matmul's mean error into its bias; writes the corrected module")
     c.add_argument("--bc-num", type=int, default=30, help="samples bias correction measures on (default 30, at most --input-num)")
-    c.add_argument("--chip", default=None, help="with --bc: the chip deploy targets (default bm1684x)")
-    c.add_argument("--asymmetric", action="store_true", help="with --bc: deploy will use --asymmetric")
-    c.add_argument("--per-tensor-activations", action="store_true", help="with --bc: deploy will use --per-tensor-activations")
+    c.add_argument("--chip", default=None, help="with --bc/--search-threshold: the chip deploy targets (default bm1684x)")
+    c.add_argument("--asymmetric", action="store_true", help="with --bc/--search-threshold: deploy will use --asymmetric")
+    c.add_argument("--per-tensor-activations", action="store_true",
+                   help="with --bc/--search-threshold: deploy will use --per-tensor-activations")
     c.add_argument("--model-output", default=None,
                    help="with --we/--bc: the TOP .mlir to write (default beside the table: N_we.mlir, N_bc.mlir, N_we_bc.mlir)")
     c.add_argument("-o", "--output", required=True, help="the calibration table to write")
@@ -110,12 +111,19 @@ def check_args(args: argparse.Namespace) -> None:
         raise CalibrateUsageError("--tune-num and --search-threshold both choose thresholds per tensor; give one of them")
     for flag, given in (("--chip", args.chip is not None), ("--asymmetric", args.asymmetric),
                         ("--per-tensor-activations", args.per_tensor_activations)):
-        if given and not args.bc:
-            raise CalibrateUsageError(f"{flag} describes the INT8 scheme bias correction corrects for; give it with --bc")
+        if given and not (args.bc or args.search_threshold):
+            raise CalibrateUsageError(
+                f"{flag} describes the INT8 scheme bias correction and threshold search work for; give it with --bc "
+                "or --search-threshold"
+            )
     if args.asymmetric and args.per_tensor_activations:
         raise CalibrateUsageError("--asymmetric scales are per tensor already; give one of --asymmetric or --per-tensor-activations")
     if args.model_output is not None and not (args.we or args.bc):
         raise CalibrateUsageError("--model-output names the module --we or --bc writes; give it with one of them")
+    if args.bc or args.search_threshold:
+        from tpu_xdsl.device.chip import check_mode, chip_config
+
+        check_mode(chip_config(args.chip or "bm1684x"), "INT8")  # an unknown chip or one without INT8
     if args.bc:
         from tpu_xdsl.calibration.bias_correction import MIN_SAMPLES
 
@@ -125,9 +133,6 @@ def check_args(args: argparse.Namespace) -> None:
             raise CalibrateUsageError(
                 f"--bc with --input-num {args.input_num}: bias correction needs at least {MIN_SAMPLES} samples; give more"
             )
-        from tpu_xdsl.device.chip import check_mode, chip_config
-
-        check_mode(chip_config(args.chip or "bm1684x"), "INT8")  # an unknown chip or one without INT8
 
 
 def model_output_path(args: argparse.Namespace) -> Path:
@@ -240,6 +245,10 @@ def run(args: argparse.Namespace) -> int:
 
 def _search_summary(outcome, tensors: int, method: str) -> str:
     changed = [r for r in outcome.results if r.chosen != r.default]
+    int8 = outcome.int8_cosines
+    if outcome.int8_rejected:
+        return (f"search-threshold: the {len(changed)} tensors' searched thresholds give INT8 output cosine "
+                f"{int8['searched']:.6f} < {int8['default']:.6f} with {method} everywhere; kept {method}")
     if outcome.kept_default:
         return (f"search-threshold: the {len(changed)} tensors' searched thresholds give output cosine "
                 f"{outcome.searched_cosine:.6f} < {outcome.default_cosine:.6f} with {method} everywhere "
@@ -249,7 +258,41 @@ def _search_summary(outcome, tensors: int, method: str) -> str:
     if methods:
         text += (f" ({', '.join(f'{m} {n}' for m, n in methods.items())}); output cosine "
                  f"{outcome.default_cosine:.6f} -> {outcome.searched_cosine:.6f} (per-tensor INT8 simulated)")
+        if int8:
+            text += f", {int8['default']:.6f} -> {int8['searched']:.6f} (INT8)"
     return text
+
+
+def _check_searched_table(args: argparse.Namespace, module, dataset, result) -> None:
+    """Keep the searched thresholds only if the real INT8 model (deploy's scheme) is at
+    least as close to float with them as with the default method's; else put the
+    default back (in `result`)."""
+    from dataclasses import replace
+
+    from tpu_xdsl.calibration.bias_correction import Scheme
+    from tpu_xdsl.calibration.dataset import SampleLoader
+    from tpu_xdsl.calibration.threshold_search import (
+        SEARCH_SAMPLES,
+        int8_output_cosines,
+    )
+
+    outcome = result.searched
+    moved = {r.name: r.default for r in outcome.results if r.chosen != r.default}
+    if outcome.kept_default or not moved:
+        return
+    default = replace(result.table, rows=[replace(row, threshold=moved.get(row.name, row.threshold))
+                                          for row in result.table.rows], method=args.method)
+    loader = SampleLoader(module)
+    # the samples after the search's, as its own check takes them (or the same, when there are no more)
+    paths = dataset.paths[SEARCH_SAMPLES : 2 * SEARCH_SAMPLES] or dataset.paths[:SEARCH_SAMPLES]
+    samples = [loader.load(p) for p in paths]
+    scheme = Scheme(args.chip or "bm1684x", args.asymmetric, args.per_tensor_activations)
+    cosines = int8_output_cosines(module, {"searched": result.table, "default": default}, samples, scheme)
+    outcome.int8_cosines = cosines
+    if cosines["searched"] < cosines["default"]:
+        outcome.kept_default = True
+        outcome.int8_rejected = True
+        result.table = default
 
 
 def _calibrate_and_correct(args: argparse.Namespace, module, dataset, work: Path, model_output: Path | None):
@@ -282,6 +325,8 @@ def _calibrate_and_correct(args: argparse.Namespace, module, dataset, work: Path
     options = Options(args.method, args.histogram_bins, args.tune_num, args.jobs or default_jobs(len(dataset)),
                       search_threshold=args.search_threshold, cluster=args.cluster)
     result = calibrate(source, dataset, options, _progress, module)
+    if args.search_threshold:
+        _check_searched_table(args, module, dataset, result)
     if args.bc:
         from tpu_xdsl.calibration.bias_correction import Scheme, bias_correct
         from tpu_xdsl.calibration.dataset import SampleLoader
@@ -295,6 +340,8 @@ def _calibrate_and_correct(args: argparse.Namespace, module, dataset, work: Path
         if report.corrected:  # the corrected biases move the ranges: calibrate the module deploy gets
             source = save_work_copy()
             result = calibrate(source, dataset, options, _progress, module)
+            if args.search_threshold:
+                _check_searched_table(args, module, dataset, result)
     if model_output is not None:
         save_module(module, model_output, weights_of(module))
     write_table(args.output, result.table)
