@@ -24,7 +24,8 @@ one task per sample and mode returning its cosine and agreement.
 
 An INT8 mode followed by " +we", " +bc", " +search-threshold" (any of them, e.g.
 "INT8 sym per-tensor +we +bc") takes the module and table `tpu-xdsl calibrate` writes
-with those flags (--bc for the mode's scheme), to measure each with and without.
+with those flags (--bc and --search-threshold for the mode's scheme), to measure each
+with and without.
 " +qtable" adds the quantize table `tpu-xdsl search-qtable` finds for a mean cosine of
 0.99 on the first --search calibration samples (F16 float ops); its search time is a
 column. nudenet (YOLOv8n) is evaluated on scikit-image's photos (`zoo.write_photo_samples`),
@@ -59,7 +60,8 @@ MODES = {
 }
 TARGETS = {"F16": 0.999, "BF16": 0.999}
 # Accuracy recovery of `tpu-xdsl calibrate` an INT8 mode's label may add ("INT8 sym per-tensor +we +bc"):
-# the mode's module and table come from calibrate with those flags (and, for --bc, the mode's scheme).
+# the mode's module and table come from calibrate with those flags (and, for --bc and --search-threshold,
+# the mode's scheme).
 RECOVERY = ("we", "bc", "search-threshold", "qtable")
 SEARCH_TARGET = 0.99
 RECOVERY_MODES = ["INT8 sym per-tensor +we", "INT8 sym per-tensor +bc", "INT8 sym per-tensor +search-threshold",
@@ -165,7 +167,7 @@ def recovered(name: str, mlir: Path, cal: Path, count: int, steps: tuple[str, ..
         "_asym" if options.get("asymmetric") else "")
     out_mlir, out_table = mlir.with_name(f"{name}_{tag}.mlir"), mlir.with_name(f"{name}_{tag}_cali_table")
     scheme = [f for f, key in (("--per-tensor-activations", "per_tensor_activations"), ("--asymmetric", "asymmetric"))
-              if options.get(key)] if "bc" in steps else []
+              if options.get(key)] if {"bc", "search-threshold"} & set(steps) else []
     started = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", "tpu_xdsl.tools.tpu_xdsl", "calibrate", str(mlir), "--dataset", str(cal),
