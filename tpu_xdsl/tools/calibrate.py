@@ -227,7 +227,9 @@ def run(args: argparse.Namespace) -> int:
             raise CalibrateUsageError(
                 f"--bc: only {len(dataset)} sample(s) found; bias correction needs at least {MIN_SAMPLES} to measure mean shifts"
             )
-    with tempfile.TemporaryDirectory() as work:
+    # The work copies of a changed module sit beside the table, not in this machine's temp folder:
+    # --cluster nodes read the module by its path.
+    with tempfile.TemporaryDirectory(prefix=".calibrate-", dir=Path(args.output).parent) as work:
         result = _calibrate_and_correct(args, module, dataset, Path(work), model_output)
     for t in result.tuned:
         change = "kept" if t.chosen == t.default else f"-> {t.chosen:.7f} ({t.chosen_method})"
