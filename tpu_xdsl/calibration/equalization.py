@@ -64,9 +64,9 @@ class EqualizationReport:
     pairs: list[ConvPair] = field(default_factory=list)
     skipped: Counter[str] = field(default_factory=Counter)  # reason -> pairs left alone
     iterations: int = 0
-    # max over pairs of max_c r_c / min_c r_c of conv1's output-channel weight ranges
-    spread_before: float = 1.0
-    spread_after: float = 1.0
+    # max over pairs and their live channels of max(r1_c / r2_c, r2_c / r1_c): 1 when equal
+    mismatch_before: float = 1.0
+    mismatch_after: float = 1.0
 
     def lines(self) -> list[str]:
         if not self.pairs:
@@ -74,7 +74,8 @@ class EqualizationReport:
             return [(f"note: --we found no conv -> conv chain to equalize{f' ({why})' if why else ''}; "
                     "the module's weights are unchanged")]
         lines = [(f"weight equalization: {len(self.pairs)} conv pair(s) in {self.iterations} round(s); "
-                 f"largest channel range ratio of a first conv {self.spread_before:.4g} -> {self.spread_after:.4g}")]
+                 f"largest range ratio of a channel's weights in its two convs {self.mismatch_before:.4g} -> "
+                 f"{self.mismatch_after:.4g}")]
         for reason, n in self.skipped.items():
             lines.append(f"note: --we left {n} pair(s) alone: {reason}")
         return lines
@@ -192,9 +193,26 @@ def pair_scales(w1: np.ndarray, w2: np.ndarray, group2: int) -> np.ndarray:
     return scales_from_ranges(r1, input_ranges(w2, group2))
 
 
-def _range_spread(r: np.ndarray) -> float:
-    r = r[r > DEAD_RANGE * r.max(initial=0.0)]
-    return float(r.max() / r.min()) if r.size else 1.0
+def _pair_ranges(module: ModuleOp, pair: ConvPair) -> tuple[np.ndarray, np.ndarray]:
+    """r1 (the first op's weight range per output channel) and r2 (the second's per input
+    channel)."""
+    weights = weights_of(module)
+    w1 = np.asarray(weights[weight_name(pair.first.operands[1].owner)], np.float64)  # type: ignore[arg-type]
+    w2 = np.asarray(weights[weight_name(pair.second.operands[1].owner)], np.float64)  # type: ignore[arg-type]
+    r1 = np.abs(_by_output_channel(pair.first, w1)).max(axis=1)
+    if pair.second.name == "top.deconv":
+        return r1, np.abs(w2.reshape(w2.shape[0], -1)).max(axis=1)
+    return r1, input_ranges(w2, _int_attr(pair.second, "group", 1))
+
+
+def _mismatch(r1: np.ndarray, r2: np.ndarray) -> float:
+    if r1.shape != r2.shape:
+        return 1.0
+    live = (r1 > DEAD_RANGE * r1.max(initial=0.0)) & (r2 > DEAD_RANGE * r2.max(initial=0.0))
+    if not live.any():
+        return 1.0
+    ratio = r1[live] / r2[live]
+    return float(np.max(np.maximum(ratio, 1 / ratio)))
 
 
 def _apply(module: ModuleOp, pair: ConvPair) -> float:
@@ -238,17 +256,15 @@ def equalize(module: ModuleOp) -> EqualizationReport:
     report = EqualizationReport(pairs=pairs, skipped=skipped)
     if not pairs:
         return report
-    weights = weights_of(module)
 
-    def spread() -> float:
-        return max(_range_spread(np.abs(_by_output_channel(p.first, np.asarray(weights[weight_name(p.first.operands[1].owner)]))).max(axis=1))  # type: ignore[arg-type]
-                   for p in pairs)
+    def mismatch() -> float:
+        return max(_mismatch(*_pair_ranges(module, p)) for p in pairs)
 
-    report.spread_before = spread()
+    report.mismatch_before = mismatch()
     for iteration in range(1, MAX_ITERATIONS + 1):
         moved = max(_apply(module, pair) for pair in pairs)
         report.iterations = iteration
         if moved < SETTLED:
             break
-    report.spread_after = spread()
+    report.mismatch_after = mismatch()
     return report
