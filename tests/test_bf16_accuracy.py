@@ -113,12 +113,13 @@ def test_bias_stays_f32_in_the_tpu_module():
         assert str(conv.operands[2].type.element_type) == "f32"
 
 
-@pytest.mark.parametrize("transpose", [False, True], ids=["conv", "deconv"])
-def test_device_equals_interpreter_with_f32_bias(transpose):
-    """The device model computes the f32 bias as the interpreter does: every tensor it
-    stores is bit-equal to the TPU interpreter's."""
-    tpu = tpu_module(normalizing_net(transpose), "BF16")
-    x = {"x": photo_like()}
+@pytest.mark.parametrize("net", ["conv", "deconv", "affine"])
+def test_device_equals_interpreter_with_f32_bias_and_scalars(net):
+    """The device model computes the f32 bias and scalar constants as the interpreter
+    does: every tensor it stores is bit-equal to the TPU interpreter's."""
+    model = affine_net() if net == "affine" else normalizing_net(net == "deconv")
+    tpu = tpu_module(model, "BF16")
+    x = {"x": photo_like() if net != "affine" else bf16_exact(np.random.default_rng(5).normal(0, 1, (1, 16, 8, 8)).astype(np.float32))}
     capture = TensorCapture()
     outputs = ModuleRunner(tpu, weights_of(tpu)).run(x, [capture])
     reference = {**capture.tensors, **outputs}
@@ -132,3 +133,49 @@ def test_device_equals_interpreter_with_f32_bias(transpose):
         np.testing.assert_array_equal(device[name].view(np.uint8), np.asarray(expected).view(np.uint8), err_msg=name)
         compared += 1
     assert compared >= 3 and "y" in device
+
+
+def affine_net() -> onnx.ModelProto:
+    """Conv -> x * s + t -> HardSwish -> x * s2 + t2 with one-element s, t (the learnable
+    affine blocks of PP-LCNetV3, ppocr's backbone) -> GlobalAveragePool."""
+    rng = np.random.default_rng(4)
+    w = bf16_exact(rng.normal(0, 0.25, (16, 16, 1, 1)).astype(np.float32))
+    scalars = {"s": 1.0173, "t": -0.2318, "s2": 0.9387, "t2": 0.0791}  # none exact in bf16
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"]),
+        helper.make_node("Mul", ["c", "s"], ["m"]), helper.make_node("Add", ["m", "t"], ["a"]),
+        helper.make_node("HardSwish", ["a"], ["h"]),
+        helper.make_node("Mul", ["s2", "h"], ["m2"]), helper.make_node("Sub", ["m2", "t2"], ["a2"]),
+        helper.make_node("GlobalAveragePool", ["a2"], ["y"]),
+    ]
+    inits = [numpy_helper.from_array(w, "w")]
+    inits += [numpy_helper.from_array(np.array([v], np.float32), k) for k, v in scalars.items()]
+    graph = helper.make_graph(
+        nodes, "affine_net", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 16, 8, 8])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 16, 1, 1])], inits,
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize("mode", ["BF16", "F16"])
+def test_scalar_constant_is_applied_in_f32(mode):
+    """x * s and x + t with a one-element s, t: the chip takes the constant in f32
+    (TPU-MLIR's MulConst/AddConst/SubConst), computes in f32 and rounds once; the kernel
+    must not round s to the storage type first. Reference: float64 numpy on the TPU
+    module's own input of the product (the conv's stored output)."""
+    dtype = {"BF16": ml_dtypes.bfloat16, "F16": np.float16}[mode]
+    x = {"x": bf16_exact(np.random.default_rng(5).normal(0, 1, (1, 16, 8, 8)).astype(np.float32))}
+    tpu = tpu_module(affine_net(), mode)
+    capture = TensorCapture()
+    ModuleRunner(tpu, weights_of(tpu)).run(x, [capture])
+    c = capture.tensors["c"].astype(np.float64)
+    want = (c * np.float64(np.float32(1.0173))).astype(np.float32).astype(dtype)
+    rounded_first = (c * np.float64(np.asarray(np.float32(1.0173)).astype(dtype))).astype(np.float32).astype(dtype)
+    assert not np.array_equal(want, rounded_first)  # the test can tell the two apart
+    np.testing.assert_array_equal(capture.tensors["m"], want)
+    a = (capture.tensors["m"].astype(np.float64) + np.float64(np.float32(-0.2318))).astype(np.float32).astype(dtype)
+    np.testing.assert_array_equal(capture.tensors["a"], a)
+    for op in tpu.walk():
+        if op.name in ("tpu.mul", "tpu.add", "tpu.sub"):
+            scalar = [v for v in op.operands if v.type.get_shape() in ((1,), ())]
+            assert [str(v.type.element_type) for v in scalar] == ["f32"], op.name
