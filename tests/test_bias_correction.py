@@ -193,3 +193,27 @@ def test_we_and_bc_together_write_one_module_named_after_both(tmp_path, capsys):
     written = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("shifted_we_"))
     assert written == ["shifted_we_bc.mlir", "shifted_we_bc_weights.npz"]
     assert read_table(tmp_path / "t").rows
+
+
+def test_corrections_that_take_the_int8_model_away_from_float_are_not_applied(tmp_path, capsys, monkeypatch):
+    """Shifts of +5 on every channel (as a bad measurement would give) lower the INT8
+    model's output cosine against float: the biases stay as they were, with a note."""
+    from tpu_xdsl.calibration import bias_correction
+    from tpu_xdsl.calibration.bias_correction import Scheme, bias_correct
+
+    onnx_path = shifted_model(tmp_path / "shifted.onnx")
+    mlir = tmp_path / "shifted.mlir"
+    assert cli(capsys, "transform", "--model-def", onnx_path, "--model-name", "shifted", "-o", mlir)[0] == 0
+    xs = inputs(MIN_SAMPLES, seed=4)
+    cal = write_samples(tmp_path / "cal", xs)
+    assert cli(capsys, "calibrate", mlir, "--dataset", cal, "-o", tmp_path / "t")[0] == 0
+    module = load(mlir)
+    before = {n: np.array(weights_of(module)[n]) for n in weights_of(module)}
+    monkeypatch.setattr(bias_correction, "measure_shifts",
+                        lambda *args, **kwargs: {"c": np.full(CHANNELS, 5.0), "y": np.full(3, 5.0)})
+    report = bias_correct(module, read_table(tmp_path / "t"), [{"x": x} for x in xs], Scheme())
+    assert report.kept_original and report.cosine_after < report.cosine_before
+    assert "left the biases unchanged" in report.lines()[0]
+    after = weights_of(module)
+    assert set(after) == set(before) and all(np.array_equal(after[n], before[n]) for n in before)
+    assert [op.operands[2].owner.name for op in module.walk() if op.name in ("top.conv", "top.matmul")] == ["top.none"] * 2

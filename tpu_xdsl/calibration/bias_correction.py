@@ -36,6 +36,8 @@ from tpu_xdsl.interp.runner import ModuleRunner, TensorCapture, main_func, tenso
 
 # A mean over fewer samples mostly measures those samples.
 MIN_SAMPLES = 4
+# Samples the corrected INT8 model is checked on against the uncorrected one.
+CHECK_SAMPLES = 8
 CORRECTED_OPS = {"top.conv": "tpu.conv", "top.matmul": "tpu.matmul"}
 _CONVERSIONS = ("tpu.cast", "tpu.requant")
 
@@ -64,13 +66,22 @@ class Correction:
 class CorrectionReport:
     corrected: list[Correction] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # ops measured on no linear position
+    # the INT8 model's output cosine against float, with the original and the corrected biases
+    cosine_before: float | None = None
+    cosine_after: float | None = None
+    kept_original: bool = False  # the corrected model was further from float: nothing applied
 
     def lines(self) -> list[str]:
+        if self.kept_original:
+            return [(f"note: --bc left the biases unchanged: corrected, the INT8 model's output cosine would "
+                     f"fall from {self.cosine_before:.6f} to {self.cosine_after:.6f} on the samples")]
         if not self.corrected:
             return ["note: --bc found no INT8 conv or matmul with a weight to correct; the biases are unchanged"]
         worst = max(self.corrected, key=lambda c: c.largest)
+        cosines = ("" if self.cosine_before is None else
+                   f"; INT8 output cosine {self.cosine_before:.6f} -> {self.cosine_after:.6f}")
         return [(f"bias correction: {len(self.corrected)} conv/matmul bias(es) corrected; largest channel "
-                f"shift {worst.largest:.4g} ({worst.name})")]
+                f"shift {worst.largest:.4g} ({worst.name}){cosines}")]
 
 
 class _ShiftSums:
@@ -268,6 +279,30 @@ def correct_biases(module: ModuleOp, shifts: Mapping[str, np.ndarray]) -> Correc
     return report
 
 
+def _copy(module: ModuleOp) -> ModuleOp:
+    from tpu_xdsl.weights import attach_weights, weights_of
+
+    copy = module.clone()
+    store = weights_of(module)
+    attach_weights(copy, {name: store[name] for name in store})
+    return copy
+
+
+def _int8_cosine(module: ModuleOp, reference: ModuleOp, table, samples, scheme: Scheme) -> float:
+    """Mean cosine of `module`'s INT8 outputs (lowered with `table`) against the float
+    outputs of `reference` (the model before correction)."""
+    from tpu_xdsl.calibration.tune import cosine
+    from tpu_xdsl.weights import weights_of
+
+    float_runner = ModuleRunner(reference, weights_of(reference))
+    int8 = lowered_int8(module, table, scheme)
+    int8_runner = ModuleRunner(int8, weights_of(int8))
+    return float(np.mean([
+        cosine([np.asarray(v, np.float64) for v in int8_runner.run(s).values()], list(float_runner.run(s).values()))
+        for s in samples
+    ]))
+
+
 def bias_correct(
     module: ModuleOp,
     table,
@@ -282,4 +317,19 @@ def bias_correct(
             f"--bc needs at least {MIN_SAMPLES} samples to measure mean shifts, got {len(samples)}; "
             "give more with --input-num (or --bc-num)"
         )
-    return correct_biases(module, measure_shifts(module, table, samples, scheme, progress))
+    shifts = measure_shifts(module, table, samples, scheme, progress)
+    trial = _copy(module)
+    report = correct_biases(trial, shifts)
+    if not report.corrected:
+        return report
+    # Each op's correction is right for the op alone; whether they help the model together
+    # is measured, as TPU-MLIR keeps a correction only if the output cosine does not drop.
+    checked = list(samples[:CHECK_SAMPLES])
+    report.cosine_before = _int8_cosine(module, module, table, checked, scheme)
+    report.cosine_after = _int8_cosine(trial, module, table, checked, scheme)
+    if report.cosine_after < report.cosine_before:
+        report.kept_original = True
+        return report
+    applied = correct_biases(module, shifts)
+    applied.cosine_before, applied.cosine_after = report.cosine_before, report.cosine_after
+    return applied
