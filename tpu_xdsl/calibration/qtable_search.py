@@ -215,12 +215,24 @@ class _MemoizedRun:
         return dict(zip(self.output_names, (np.asarray(o) for o in outputs), strict=True)), added
 
 
-def _signature(op) -> str:
-    """What an op computes, less its operands: kind, attributes and types."""
-    attributes = ";".join(f"{k}={v}" for k, v in sorted(op.attributes.items()))
-    properties = ";".join(f"{k}={v}" for k, v in sorted(op.properties.items()))
-    types = ",".join(str(v.type) for v in (*op.operands, *op.results))
-    return f"{op.name}|{attributes}|{properties}|{types}"
+def _signature(op) -> int:
+    """What an op computes, less its operands: kind, attributes and types. xDSL attributes
+    are immutable values that hash by content (printing them cost ~0.8 s a configuration)."""
+    return hash((
+        op.name,
+        tuple((k, _hashed(v)) for k, v in sorted(op.attributes.items())),
+        tuple((k, _hashed(v)) for k, v in sorted(op.properties.items())),
+        tuple(_hashed(v.type) for v in op.operands),
+        tuple(_hashed(r.type) for r in op.results),
+    ))
+
+
+def _hashed(attribute) -> int:
+    """The attribute's hash, or its printed form's for the few that hold a dict."""
+    try:
+        return hash(attribute)
+    except TypeError:
+        return hash(str(attribute))
 
 
 # An output of a sample whose norm is below this share of the output's median norm over the
