@@ -307,7 +307,9 @@ def main() -> int:
                     floats = len(fallbacks) + len(qtable or {})
                     rows.append((name, label, float(np.mean(cosines)), float(np.min(cosines)), top1, clear_top1,
                                  floats, shares, search_seconds))
-                    print(f"  {name} {label}: done", file=sys.stderr)
+                    print(f"  {name} {label}: done: mean cos {rows[-1][2]:.5f}, min {rows[-1][3]:.5f}, agree "
+                          f"{top1 if top1 is None else round(top1, 4)}, float ops {floats}, INT8 shares {shares}, "
+                          f"search {search_seconds}", file=sys.stderr, flush=True)
             print(f"  {name}: {time.perf_counter() - started:.0f} s", file=sys.stderr)
 
     print(f"calibration: {args.cal} text-photo crops (KL, 2048 bins); evaluation: {args.eval} disjoint crops")
