@@ -78,10 +78,10 @@ def main() -> int:
         options.intra_op_num_threads = args.threads
         options.inter_op_num_threads = 1
         session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-        ort_ms = 1000 * time_call(lambda: session.run(None, feeds), args.repeat)
+        ort_ms = 1000 * time_call(lambda session=session, feeds=feeds: session.run(None, feeds), args.repeat)
         runner = ModuleRunner(result.module, weights_of(result.module))
         with threadpool_limits(limits=args.threads):
-            top_ms = 1000 * time_call(lambda: runner.run(feeds), args.repeat)
+            top_ms = 1000 * time_call(lambda runner=runner, feeds=feeds: runner.run(feeds), args.repeat)
             ours = runner.run(feeds)
         reference = session.run(None, feeds)
         cosine = min(

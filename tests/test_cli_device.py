@@ -12,7 +12,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.test_cli_int8_errors import assert_fails_cleanly, calibrated_top, int8_head_model, run, snapshot
+from tests.test_cli_int8_errors import (
+    assert_fails_cleanly,
+    calibrated_top,
+    int8_head_model,
+    run,
+    snapshot,
+)
 from tests.test_cli_transform import assert_user_error, tpu_xdsl
 from tpu_xdsl.device import chip as chip_module
 

@@ -17,6 +17,7 @@ def tpu_xdsl(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess
         [sys.executable, "-m", "tpu_xdsl.tools.tpu_xdsl", *args],
         capture_output=True,
         text=True,
+        check=False,
         cwd=cwd,
     )
 

@@ -11,7 +11,6 @@ one buffer; some tests count the Compute instructions of a layer to prove it.
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +20,7 @@ from onnx import helper, numpy_helper
 
 from tests.test_int8 import init, lowered, model_of
 from tpu_xdsl.backend.codegen import codegen
-from tpu_xdsl.device.isa import Compute, DmaCopy, DmaLoad
+from tpu_xdsl.device.isa import Compute
 from tpu_xdsl.device.model_file import TpuModel
 from tpu_xdsl.device.runtime import run_model
 from tpu_xdsl.frontend.onnx_importer import import_onnx

@@ -67,6 +67,7 @@ def test_tpu_xdsl_check_prints_and_rejects(tmp_path):
         [sys.executable, "-m", "tpu_xdsl.tools.tpu_xdsl", "check", "examples/resnet_block.top.mlir"],
         capture_output=True,
         text=True,
+        check=False,
     )
     assert good.returncode == 0, good.stderr
     assert '"top.softmax"' in good.stdout
@@ -76,6 +77,7 @@ def test_tpu_xdsl_check_prints_and_rejects(tmp_path):
         [sys.executable, "-m", "tpu_xdsl.tools.tpu_xdsl", "check", str(bad)],
         capture_output=True,
         text=True,
+        check=False,
     )
     assert result.returncode == 2
     assert "Traceback" not in result.stderr

@@ -192,7 +192,7 @@ def test_conv_1d_3d_and_pointwise_match_ort(x_shape, w_shape, attrs):
 
 def test_conv_in_blocks_of_output_rows_matches_ort(monkeypatch):
     # A tiny im2col limit forces the blocked path (1-2 output rows per block).
-    import tpu_xdsl.interp.kernels.conv_pool as conv_pool
+    from tpu_xdsl.interp.kernels import conv_pool
 
     monkeypatch.setattr(conv_pool, "_COLS_LIMIT", 4000)
     model = single("Conv", [2, 6, 23, 17], None, 13, ("x", "w"), inits={"w": randn(4, 3, 3, 2)},

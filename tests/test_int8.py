@@ -362,14 +362,14 @@ def test_quantize_table_runs_one_op_in_f16(tmp_path):
     model = conv_block("Relu")
     table = tmp_path / "qtable"
     table.write_text("# op mode\ny F16\n")
-    top, tpu, feeds, fallbacks = lowered(model, tmp_path, qtable=str(table))
+    top, tpu, feeds, _fallbacks = lowered(model, tmp_path, qtable=str(table))
     conv = next(op for op in tpu.walk() if op.name == "tpu.conv")
     assert "f16" in str(conv.results[0].type)
     end_to_end(top, tpu, feeds, min_cosine=0.999)
 
 
 def test_quant_input_and_output_keep_int8_at_the_boundary(tmp_path):
-    top, tpu, feeds, _ = lowered(conv_block("Relu"), tmp_path, quant_input=True, quant_output=True)
+    _top, tpu, feeds, _ = lowered(conv_block("Relu"), tmp_path, quant_input=True, quant_output=True)
     main = next(op for op in tpu.walk() if op.name == "func.func")
     signature = str(main.function_type)
     assert "xi8" in signature and "xui8" in signature, signature

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.test_codegen import GRAPHS, conv, lower, model_of, node, weight
+from tests.test_codegen import GRAPHS, lower, model_of, node, weight
 from tpu_xdsl.backend.codegen import codegen
 from tpu_xdsl.device.isa import Compute, DmaLoad, DmaStore
 from tpu_xdsl.device.runtime import run_model

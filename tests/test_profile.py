@@ -15,7 +15,14 @@ from tests.test_cli_int8_errors import assert_fails_cleanly, run
 from tests.test_codegen import lower
 from tests.test_layer_group_codegen import conv_chain
 from tpu_xdsl.backend.codegen import codegen
-from tpu_xdsl.device.isa import Compute, DdrView, DmaCopy, DmaLoad, DmaStore, LocalTensor
+from tpu_xdsl.device.isa import (
+    Compute,
+    DdrView,
+    DmaCopy,
+    DmaLoad,
+    DmaStore,
+    LocalTensor,
+)
 from tpu_xdsl.device.model_file import IoDesc, TpuModel, save_model
 from tpu_xdsl.device.runtime import (
     profile_lines,

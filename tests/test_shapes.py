@@ -542,3 +542,13 @@ def test_verify_concat_and_reshape():
 def test_verify_skips_dynamic_shapes():
     body = '  %y = "top.add"(%a, %b) : (tensor<?x3xf32>, tensor<4x3xf32>) -> tensor<7x3xf32>'
     parse_module(module(body, "%a: tensor<?x3xf32>, %b: tensor<4x3xf32>"))
+
+
+def test_a_per_channel_table_of_the_wrong_height_names_both_shapes():
+    """tpu.lut's per-channel table needs one row of 256 per channel of the input's axis."""
+    from tpu_xdsl.dialects.shapes import ShapeError, lut
+
+    assert lut([(1, 4, 8), (4, 256)], {}, None) == [(1, 4, 8)]
+    assert lut([(1, 8, 3), (3, 256)], {"channel_axis": 2}, None) == [(1, 8, 3)]
+    with pytest.raises(ShapeError, match=r"operand 'table' 3x256 should be 4x256"):
+        lut([(1, 4, 8), (3, 256)], {}, None)

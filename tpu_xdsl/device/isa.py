@@ -19,7 +19,6 @@ local data through `LocalTensor`s in the lane layout of DESIGN.md section 6.
 from __future__ import annotations
 
 import math
-
 from dataclasses import asdict, dataclass, field
 from typing import Any
 

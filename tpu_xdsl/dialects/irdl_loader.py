@@ -64,18 +64,22 @@ from xdsl.irdl import (
     irdl_attr_definition,
     irdl_op_definition,
     operand_def,
-    opt_prop_def,
-    prop_def,
     opt_attr_def,
     opt_operand_def,
+    opt_prop_def,
     opt_result_def,
     param_def,
+    prop_def,
     region_def,
     result_def,
     var_operand_def,
     var_result_def,
 )
-from xdsl.irdl.constraints import ConstraintContext, InferenceContext, VerificationContext
+from xdsl.irdl.constraints import (
+    ConstraintContext,
+    InferenceContext,
+    VerificationContext,
+)
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import ParseError, PyRDLError, VerifyException
@@ -933,9 +937,9 @@ def _write_cache(path: Path, spec: list[dict[str, Any]]) -> None:
 
 
 __all__ = [
+    "IRDL_EXTENDED",
     "AttributesOp",
     "FieldConstraint",
-    "IRDL_EXTENDED",
     "extract_spec",
     "load_irdl_dialects",
     "load_spec",

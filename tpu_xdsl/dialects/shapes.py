@@ -47,7 +47,6 @@ from xdsl.irdl import OptionalDef, VariadicDef
 from xdsl.utils.exceptions import VerifyException
 
 from tpu_xdsl.dialects.attr_values import to_py
-
 from tpu_xdsl.errors import TpuXdslError
 
 Shape = tuple[int, ...]
@@ -353,7 +352,7 @@ def lut(ins: Operands, attrs: Attrs, outs: Declared) -> list[Shape | None]:
             raise ShapeError(f"attribute 'channel_axis' = {axis} must name an axis 1..{len(x) - 1} of the input")
         if tuple(table) != (x[axis], 256):
             raise ShapeError(
-                f"operand 'table' {_fmt(table)} should be {x[axis]}x256: one row of 256 per channel of the input"
+                f"operand 'table' {fmt(table)} should be {x[axis]}x256: one row of 256 per channel of the input"
             )
         return [x]
     _numel("table", table, 256, "(one per 8-bit value)")

@@ -9,8 +9,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from xdsl.irdl import AttrConstraint, VarConstraint
 from xdsl.ir import Dialect
+from xdsl.irdl import AttrConstraint, VarConstraint
 from xdsl.utils.dialect_stub import DialectStubGenerator
 
 from tpu_xdsl.dialects.irdl_loader import FieldConstraint, FirstOf

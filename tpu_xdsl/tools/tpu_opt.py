@@ -89,7 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"tpu-opt: error: {e}", file=sys.stderr)
         return 2
-    except Exception as e:  # noqa: BLE001 - any other exception is our bug, not the user's
+    except Exception as e:
         if debug:
             raise
         print(internal_error_line("tpu-opt", e), file=sys.stderr)

@@ -337,7 +337,15 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--generic", action="store_true", help="print generic form")
     check.set_defaults(func=_check)
 
-    from tpu_xdsl.tools import calibrate, compare, debug, demo, deploy, report, search_qtable
+    from tpu_xdsl.tools import (
+        calibrate,
+        compare,
+        debug,
+        demo,
+        deploy,
+        report,
+        search_qtable,
+    )
 
     calibrate.add_parser(sub)
     search_qtable.add_parser(sub)
@@ -368,7 +376,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # the reader of our output went away (| head): not an error
         sys.stderr.close()
         return 0
-    except Exception as e:  # noqa: BLE001 - any other exception is our bug, not the user's
+    except Exception as e:
         if args.debug:
             raise
         print(internal_error_line(f"tpu-xdsl {args.command}", e), file=sys.stderr)
