@@ -38,6 +38,7 @@ class WorkerError(TpuXdslError):
 
 
 def default_jobs() -> int:
+    """Two processes on two or more cores (the cores this process may use), else one."""
     try:
         return max(1, min(2, len(os.sched_getaffinity(0))))
     except AttributeError:
@@ -99,13 +100,23 @@ def workers(factory: Callable[..., Any], args: tuple, jobs: int = 1, cluster: st
     if jobs <= 1:
         yield _Local(factory(*args))
         return
+    with spawned_pool(jobs, _init, (factory, args)) as executor:
+        yield _Pool(executor)
+
+
+@contextmanager
+def spawned_pool(jobs: int, initializer: Callable[..., None], initargs: tuple) -> Iterator[ProcessPoolExecutor]:
+    """`jobs` fresh (spawned) processes, started while the BLAS thread variables say 1, so
+    each runs BLAS on one thread; shut down on leaving. A pool of `concurrent.futures`, not
+    `multiprocessing.Pool`: a worker that dies makes it fail (BrokenProcessPool) instead of
+    waiting forever."""
     saved = {v: os.environ.get(v) for v in BLAS_THREAD_VARIABLES}
     os.environ.update({v: "1" for v in BLAS_THREAD_VARIABLES})
     executor = ProcessPoolExecutor(
-        jobs, mp_context=multiprocessing.get_context("spawn"), initializer=_init, initargs=(factory, args)
+        jobs, mp_context=multiprocessing.get_context("spawn"), initializer=initializer, initargs=initargs
     )
     try:
-        yield _Pool(executor)
+        yield executor
     finally:
         executor.shutdown(wait=True, cancel_futures=True)
         for variable, value in saved.items():

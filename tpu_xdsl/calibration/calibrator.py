@@ -12,8 +12,6 @@ the optional auto-tune (`tune`) in the main process.
 
 from __future__ import annotations
 
-import multiprocessing
-import os
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -116,37 +114,22 @@ def _histograms_task(task: tuple[Path, TensorHistograms]) -> TensorHistograms:
     return _current_worker().histograms(*task)
 
 
-BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
-
-
 class WorkerProcessError(TpuXdslError):
     """A worker process stopped without reporting an error (killed, out of memory)."""
 
 
 @contextmanager
 def _executor(jobs: int, mlir_path: Path) -> Iterator[ProcessPoolExecutor]:
-    """`jobs` fresh worker processes, spawned while the BLAS thread variables say 1.
+    """`jobs` calibration worker processes (`workers.spawned_pool`)."""
+    from tpu_xdsl.workers import spawned_pool
 
-    A pool of `concurrent.futures`, not `multiprocessing.Pool`: a worker that dies
-    makes it fail (BrokenProcessPool) instead of waiting forever."""
-    saved = {v: os.environ.get(v) for v in BLAS_THREAD_VARIABLES}
-    os.environ.update({v: "1" for v in BLAS_THREAD_VARIABLES})
-    executor = ProcessPoolExecutor(
-        jobs, mp_context=multiprocessing.get_context("spawn"), initializer=_init_worker, initargs=(mlir_path,)
-    )
-    try:
-        yield executor
-    except BrokenProcessPool as e:
-        raise WorkerProcessError(
-            f"a calibration worker process stopped unexpectedly ({e}); run again with --jobs 1"
-        ) from e
-    finally:
-        executor.shutdown(wait=True, cancel_futures=True)
-        for variable, value in saved.items():
-            if value is None:
-                os.environ.pop(variable, None)
-            else:
-                os.environ[variable] = value
+    with spawned_pool(jobs, _init_worker, (mlir_path,)) as executor:
+        try:
+            yield executor
+        except BrokenProcessPool as e:
+            raise WorkerProcessError(
+                f"a calibration worker process stopped unexpectedly ({e}); run again with --jobs 1"
+            ) from e
 
 
 def _map(worker: _Worker, executor: ProcessPoolExecutor | None, jobs: int, task, items: Iterable) -> Iterator:

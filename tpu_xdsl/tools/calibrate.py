@@ -22,7 +22,6 @@ written only once complete (atomically), so an error leaves no file behind.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 from collections import Counter
@@ -78,11 +77,9 @@ def default_jobs(samples: int) -> int:
     about 1.2 s + 0.077 s per sample, two workers 2.4 s + 0.046 s per sample (each
     worker starts its own interpreter), so they break even near 40 samples; 300
     samples take 16.3 s instead of 24.2 s."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:
-        cores = os.cpu_count() or 1
-    return 1 if samples < PARALLEL_MIN_SAMPLES else max(1, min(2, cores))
+    from tpu_xdsl import workers
+
+    return 1 if samples < PARALLEL_MIN_SAMPLES else workers.default_jobs()
 
 
 def check_args(args: argparse.Namespace) -> None:
