@@ -255,16 +255,12 @@ def informative_outputs(references: Sequence[Mapping[str, np.ndarray]]) -> list[
 
 
 def cosine(reference: np.ndarray, actual: np.ndarray) -> float:
-    """Cosine similarity in float64; two all-zero tensors agree (1.0), one all-zero
-    tensor against another does not (0.0)."""
-    a = np.asarray(reference, dtype=np.float64).ravel()
-    b = np.asarray(actual, dtype=np.float64).ravel()
-    if not (np.isfinite(a).all() and np.isfinite(b).all()):
+    """`tune.cosine` of one output, where a non-finite value (an overflow to inf) scores 0."""
+    from tpu_xdsl.calibration.tune import cosine as outputs_cosine
+
+    if not (np.isfinite(reference).all() and np.isfinite(actual).all()):
         return 0.0
-    na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
-    if na == 0 or nb == 0:
-        return 1.0 if na == nb else 0.0
-    return float(np.clip(a @ b / (na * nb), -1.0, 1.0))
+    return outputs_cosine([reference], [actual])
 
 
 # -- the search ------------------------------------------------------------------------------
