@@ -18,29 +18,15 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from tests.test_calibration import assert_one_line_error, cli
 from tpu_xdsl.calibration.bias_correction import MIN_SAMPLES
 from tpu_xdsl.calibration.table import read_table
 from tpu_xdsl.interp.runner import ModuleRunner, TensorCapture, real_values
 from tpu_xdsl.ir_io import read_module
-from tpu_xdsl.tools.tpu_xdsl import main
 from tpu_xdsl.weights import attach_weights, weights_of
 
 CHANNELS, SIDE = 4, 6
 STEP = 1.0 / 127  # the int8 weight scale of a channel whose largest weight is 1
-
-
-def cli(capsys, *args) -> tuple[int, str, str]:
-    code = main([str(a) for a in args])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def assert_one_line_error(code: int, err: str, *fragments: str) -> None:
-    assert code == 2, err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in err, err
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
 
 
 def shifted_model(path: Path) -> Path:

@@ -81,8 +81,8 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "tpu_xdsl.tools.tpu_xdsl", *args], check=False, capture_output=True, text=True)
 
 
-def cli(capsys, *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
+def cli(capsys, *args) -> tuple[int, str, str]:
+    code = main([str(a) for a in args])
     out, err = capsys.readouterr()
     return code, out, err
 

@@ -17,28 +17,14 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from tests.test_calibration import assert_one_line_error, cli
 from tpu_xdsl.calibration.equalization import equalize, find_pairs, pair_scales
 from tpu_xdsl.calibration.table import read_table
 from tpu_xdsl.interp.runner import ModuleRunner
 from tpu_xdsl.ir_io import read_module
-from tpu_xdsl.tools.tpu_xdsl import main
 from tpu_xdsl.weights import attach_weights, weights_of
 
 # -- helpers ------------------------------------------------------------------------------------
-
-
-def cli(capsys, *args) -> tuple[int, str, str]:
-    code = main([str(a) for a in args])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def assert_one_line_error(code: int, err: str, *fragments: str) -> None:
-    assert code == 2, err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in err, err
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
 
 
 def mobilenet_block(path: Path, middle: str = "Relu", channels: int = 8, seed: int = 0) -> Path:
