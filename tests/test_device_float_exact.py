@@ -112,3 +112,33 @@ def test_grouped_device_equals_the_interpreter_bit_for_bit(top, mode, chip):
         for name in stored:
             assert device[name].dtype == interp[name].dtype, name
             np.testing.assert_array_equal(device[name].view(np.uint8), interp[name].view(np.uint8), err_msg=name)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+def test_gemm_sums_in_float64_unless_asked_for_float32(dtype):
+    """A GEMM kernel sees its float operands widened to float64 (the order-free sums the
+    device check relies on); within `gemm_sums_in_float32` (search-qtable's candidate runs)
+    in float32, the chip's accumulator, and in float64 again after it."""
+    import ml_dtypes  # noqa: F401  (bfloat16 by name)
+
+    from tpu_xdsl.interp.kernels import ResultSpec
+    from tpu_xdsl.interp.kernels.tpu import gemm_sums_in_float32, in_f32
+
+    seen: list[tuple[str, str]] = []
+
+    def gemm(inputs, attrs, results):
+        seen.append((str(inputs[0].dtype), str(results[0].dtype)))
+        return [inputs[0] @ inputs[1]]
+
+    kernel = in_f32(gemm, "matmul")
+    a = np.ones((2, 3), dtype)
+    spec = [ResultSpec((2, 2), np.dtype(dtype))]
+    kernel([a, np.ones((3, 2), dtype)], {}, spec)
+    with gemm_sums_in_float32():
+        kernel([a, np.ones((3, 2), dtype)], {}, spec)
+    kernel([a, np.ones((3, 2), dtype)], {}, spec)
+    assert seen == [("float64", "float64"), ("float32", "float32"), ("float64", "float64")]
+    elementwise = in_f32(gemm, "add")  # not a GEMM: f16/bf16 in float32, float32 as it is
+    seen.clear()
+    elementwise([a, np.ones((3, 2), dtype)], {}, spec)
+    assert seen == [("float32", "float32")]

@@ -9,7 +9,9 @@ data-movement kernels work on every type.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
@@ -31,17 +33,33 @@ _LOW_FLOATS = ("float16", "bfloat16")
 # tensors (tests/test_device_float_exact.py).
 SUMS_IN_FLOAT64 = frozenset({"conv", "deconv", "matmul"})
 _WIDENED = (*_LOW_FLOATS, "float32")
+_GEMM_SUMS: ContextVar[str] = ContextVar("gemm_sums", default="float64")
+
+
+@contextmanager
+def gemm_sums_in_float32() -> Iterator[None]:
+    """Within: the GEMMs of float tensors sum in float32, as the chip accumulates them, in
+    whatever order BLAS takes; about twice as fast, but a slice of a tensor may round
+    differently from the whole, so the device model no longer equals the interpreter bit
+    for bit. For runs that only score final outputs against a tolerance (search-qtable's
+    candidate configurations)."""
+    token = _GEMM_SUMS.set("float32")
+    try:
+        yield
+    finally:
+        _GEMM_SUMS.reset(token)
 
 
 def in_f32(kernel: Kernel, kind: str = "") -> Kernel:
     """A kernel that computes f16/bf16 tensors in f32 (float tensors of the kinds in
-    SUMS_IN_FLOAT64 in float64); `run_tpu_kernel` rounds the result to the IR's storage
-    type, as the chip stores it."""
-    wide_dtype, widened = (
-        (np.dtype(np.float64), _WIDENED) if kind in SUMS_IN_FLOAT64 else (np.dtype(np.float32), _LOW_FLOATS)
-    )
+    SUMS_IN_FLOAT64 in float64, unless `gemm_sums_in_float32`); `run_tpu_kernel` rounds
+    the result to the IR's storage type, as the chip stores it."""
+    gemm = kind in SUMS_IN_FLOAT64
 
     def run(inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultSpec]) -> list[np.ndarray]:
+        wide_dtype = np.dtype(_GEMM_SUMS.get() if gemm else np.float32)
+        widened = _WIDENED if wide_dtype == np.float64 else _LOW_FLOATS
+
         def widen(x: Any) -> Any:
             if isinstance(x, list):
                 return [widen(v) for v in x]
