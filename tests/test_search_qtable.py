@@ -304,6 +304,52 @@ def test_pruning_drops_what_the_ranking_put_in_needlessly():
     assert [c.name for c in result.float_ops] == ["b"]
 
 
+def test_a_model_that_meets_the_target_skips_the_sensitivity_pass_when_asked():
+    from tpu_xdsl.calibration.qtable_search import Candidate, run_search
+
+    damage = {"a": 0.001, "b": 0.002}
+    ops = [Candidate(name, "conv", 1) for name in damage]
+    asked = []
+
+    def scorer(configs):
+        asked.extend(configs)
+        return _additive_scorer(damage)(configs)
+
+    quick = run_search(ops, scorer, "F16", 0.99, sensitivity_when_met=False)
+    assert quick.float_ops == [] and quick.sensitivities == [] and len(asked) == 2  # the two bases only
+    assert quick.score == pytest.approx(0.997)
+    full = run_search(ops, scorer, "F16", 0.99)  # the CLI's default: the table is printed anyway
+    assert full.float_ops == [] and [s.candidate.name for s in full.sensitivities] == ["b", "a"]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_pruning_two_trials_a_round_decides_as_one_at_a_time(seed):
+    """_prune asks for each trial with the next one (as if the first fails); its decisions
+    are those of dropping the chosen ops one at a time, least sensitive first, on scores
+    where ops hurt alone and in pairs."""
+    from tpu_xdsl.calibration.qtable_search import Candidate, Config, Search, _prune
+
+    rng = np.random.default_rng(seed)
+    names = [f"op{i}" for i in range(9)]
+    alone = dict(zip(names, rng.uniform(0, 0.006, len(names)), strict=True))
+    pairs = {tuple(sorted(rng.choice(names, 2, replace=False))): rng.uniform(0, 0.01) for _ in range(6)}
+
+    def score(int8: set[str]) -> float:
+        return 1 - sum(alone[n] for n in int8) - sum(d for pair, d in pairs.items() if set(pair) <= int8)
+
+    def scorer(configs: list[Config]) -> list[tuple[float, ...]]:
+        return [(score({n for n in names if dict(c.table).get(n, c.mode) == "INT8"}),) for c in configs]
+
+    chosen = [Candidate(n, "conv", 1) for n in names]
+    target = 1 - float(rng.uniform(0.005, 0.02))
+    kept = list(chosen)  # the reference: one trial at a time
+    for op in reversed(chosen):
+        trial = [c for c in kept if c is not op]
+        if score({c.name for c in chosen} - {c.name for c in trial}) >= target:
+            kept = trial
+    assert _prune(Search(scorer, "F16", target), chosen) == kept
+
+
 def test_a_target_no_set_meets_is_out_of_reach():
     from tpu_xdsl.calibration.qtable_search import Candidate, TargetNotMet, run_search
 
@@ -315,9 +361,11 @@ def test_a_target_no_set_meets_is_out_of_reach():
 
 def test_reused_results_equal_a_plain_run(prepared):
     """The evaluator's memoized runs give exactly what lowering and running the module
-    afresh gives, for configurations that differ from the bases in one op."""
+    afresh gives (with the evaluator's float32 GEMM sums), for configurations that differ
+    from the bases in one op, and from an anchor in one op."""
     from tpu_xdsl.calibration.qtable_search import Config, Evaluator, cosine
     from tpu_xdsl.calibration.table import read_table
+    from tpu_xdsl.interp.kernels.tpu import gemm_sums_in_float32
     from tpu_xdsl.interp.runner import ModuleRunner
     from tpu_xdsl.ir_io import read_module
     from tpu_xdsl.transforms.import_calibration import import_calibration
@@ -326,19 +374,23 @@ def test_reused_results_equal_a_plain_run(prepared):
 
     paths = sorted(prepared["cal"].iterdir())[:3]
     evaluator = Evaluator(prepared["mlir"], prepared["table"], "bm1684x", paths)
-    for config in (Config("INT8"), Config("F16"), Config.of("INT8", {"d": "F16"}), Config.of("F16", {"b": "INT8"})):
+    anchor = Config.of("INT8", {"b": "F16", "d": "F16"})
+    configs = (Config("INT8"), Config("F16"), Config.of("INT8", {"d": "F16"}), Config.of("F16", {"b": "INT8"}),
+               Config.of("INT8", {"b": "F16"}, anchor), Config.of("INT8", {"d": "F16"}, anchor))
+    for config in configs:
         scores = evaluator.score(config)
         module = read_module(prepared["mlir"])
         attach_weights(module, base_dir=prepared["folder"])
         import_calibration(module, read_table(prepared["table"]), "table")
         lower_top_to_tpu(module, config.mode, "bm1684x", qtable=dict(config.table))
         runner = ModuleRunner(module, weights_of(module))
-        expected = tuple(
-            cosine(reference["y"], runner.run(sample)["y"])
-            for sample, reference in zip(evaluator.samples, evaluator.references, strict=True)
-        )
+        with gemm_sums_in_float32():
+            expected = tuple(
+                cosine(reference["y"], runner.run(sample)["y"])
+                for sample, reference in zip(evaluator.samples, evaluator.references, strict=True)
+            )
         assert scores == expected, config
-    assert evaluator.cached_bytes > 0
+    assert evaluator.cached_bytes > 0 and evaluator.anchor == anchor and evaluator.anchor_bytes > 0
 
 
 def test_a_bf16_model_finds_its_ops_for_f32(prepared):

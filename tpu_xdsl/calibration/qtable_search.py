@@ -68,14 +68,18 @@ class Candidate:
 
 @dataclass(frozen=True)
 class Config:
-    """A lowering: the module's mode and the quantize table's lines (sorted, hashable)."""
+    """A lowering: the module's mode and the quantize table's lines (sorted, hashable).
+    `anchor`, when given, is a configuration this one differs from in a few ops: the
+    worker runs it first and keeps its results, so only what the difference changes is
+    computed again (it is not part of the configuration's identity)."""
 
     mode: str
     table: tuple[tuple[str, str], ...] = ()
+    anchor: Config | None = field(default=None, compare=False)
 
     @staticmethod
-    def of(mode: str, table: Mapping[str, str]) -> Config:
-        return Config(mode, tuple(sorted(table.items())))
+    def of(mode: str, table: Mapping[str, str], anchor: Config | None = None) -> Config:
+        return Config(mode, tuple(sorted(table.items())), anchor)
 
 
 @dataclass(frozen=True)
@@ -113,9 +117,10 @@ class Evaluator:
     (its kind, attributes and types) and of the keys of its operands' producers, a hash
     of the whole computation that leads to it. An op whose key was seen is not run
     again. The cache keeps the runs of the all-INT8 and all-float configurations (the
-    bases every other configuration differs from least) until `CACHE_BYTES` is used."""
+    bases every other configuration differs from least) until `CACHE_BYTES` is used, and
+    those of the last anchor a configuration named (`Config.anchor`) in as much again."""
 
-    CACHE_BYTES = 3 << 29  # 1.5 GiB per worker
+    CACHE_BYTES = 3 << 29  # 1.5 GiB per worker, and as much for the anchor
 
     def __init__(self, mlir_path: str | Path, table_path: str | Path | None, chip: str,
                  sample_paths: Sequence[str | Path], asymmetric: bool = False):
@@ -141,8 +146,11 @@ class Evaluator:
         self.caches: list[dict[int, tuple]] = [{} for _ in self.samples]
         self.cached_bytes = 0
         self.recorded: set[str] = set()
+        self.anchor: Config | None = None
+        self.anchor_caches: list[dict[int, tuple]] = [{} for _ in self.samples]
+        self.anchor_bytes = 0
 
-    def score(self, config: Config) -> tuple[float, ...]:
+    def score(self, config: Config, anchoring: bool = False) -> tuple[float, ...]:
         """One cosine per sample: the lowest over the outputs."""
         from tpu_xdsl.interp.kernels.tpu import gemm_sums_in_float32
         from tpu_xdsl.transforms.lower_top_to_tpu import lower_top_to_tpu
@@ -152,23 +160,38 @@ class Evaluator:
         if not record and config.mode not in self.recorded:  # each worker records its own bases
             self.score(Config(config.mode))
         self.recorded.add(config.mode)
+        if config.anchor is not None and config.anchor != self.anchor:
+            self._record_anchor(config.anchor)
         module = self.module.clone()
         store = attach_weights(module, dict(self.weights))
         lower_top_to_tpu(module, config.mode, self.chip, self.asymmetric, qtable=dict(config.table))
         run = _MemoizedRun(module, store)
         cosines = []
-        for sample, reference, cache, names in zip(
-            self.samples, self.references, self.caches, self.informative, strict=True
+        for sample, reference, cache, anchored, names in zip(
+            self.samples, self.references, self.caches, self.anchor_caches, self.informative, strict=True
         ):
             if not names:
                 cosines.append(math.nan)
                 continue
-            keep = record and self.cached_bytes < self.CACHE_BYTES
+            if record:
+                into = cache if self.cached_bytes < self.CACHE_BYTES else None
+            else:
+                into = anchored if anchoring and self.anchor_bytes < self.CACHE_BYTES else None
             with gemm_sums_in_float32():  # the chip's float accumulation, at twice the speed
-                outputs, added = run(sample, cache, keep)
-            self.cached_bytes += added
+                outputs, added = run(sample, (cache, anchored), into)
+            if record:
+                self.cached_bytes += added
+            else:
+                self.anchor_bytes += added
             cosines.append(min(cosine(reference[name], outputs[name]) for name in names))
         return tuple(cosines)
+
+    def _record_anchor(self, anchor: Config) -> None:
+        """Run `anchor` keeping its results in place of the last anchor's."""
+        self.anchor = anchor
+        self.anchor_caches = [{} for _ in self.samples]
+        self.anchor_bytes = 0
+        self.score(Config(anchor.mode, anchor.table), anchoring=True)
 
 
 class _MemoizedRun:
@@ -200,7 +223,10 @@ class _MemoizedRun:
             for result in op.results:
                 keys[result] = hash((key, result.index))
 
-    def __call__(self, sample: Mapping[str, np.ndarray], cache: dict[int, tuple], keep: bool):
+    def __call__(self, sample: Mapping[str, np.ndarray], caches: Sequence[dict[int, tuple]],
+                 into: dict[int, tuple] | None):
+        """The outputs on `sample`, taking results found in `caches` and keeping the others
+        `into` that cache (unless None), and the bytes kept."""
         values: dict = dict(zip(self.block.args, self.arrange(self.module, sample), strict=True))
         added = 0
         outputs: tuple = ()
@@ -209,11 +235,11 @@ class _MemoizedRun:
             if op is self.block.last_op:
                 outputs = inputs
                 break
-            results = cache.get(key)
+            results = next((c[key] for c in caches if key in c), None)
             if results is None:
                 results = self.interpreter.run_op(op, inputs)
-                if keep and op.operands:
-                    cache[key] = results
+                if into is not None and op.operands:
+                    into[key] = results
                     added += sum(getattr(r, "nbytes", 0) for r in results)
             values.update(zip(op.results, results, strict=True))
         return dict(zip(self.output_names, (np.asarray(o) for o in outputs), strict=True)), added
@@ -311,8 +337,8 @@ class Search:
                 self.cache[config] = float(np.nanmean(per_sample))
         return [self.cache[c] for c in configs]
 
-    def floated(self, ops: Iterable[Candidate]) -> Config:
-        return Config.of(self.mode, {c.name: self.float_mode for c in ops})
+    def floated(self, ops: Iterable[Candidate], anchor: Config | None = None) -> Config:
+        return Config.of(self.mode, {c.name: self.float_mode for c in ops}, anchor)
 
     def score_of(self, ops: Iterable[Candidate]) -> float:
         return self.scores([self.floated(ops)])[0]
@@ -322,10 +348,12 @@ def run_search(
     ops: list[Candidate], scorer: Scorer, float_mode: str, target: float,
     max_float_ops: int | None = None, progress: Callable[[str, int], Callable[[int], None]] | None = None,
     before_sensitivity: Callable[[float, float], None] | None = None, mode: str = "INT8",
+    sensitivity_when_met: bool = True,
 ) -> SearchResult:
     """Sensitivity, ranking, binary search and pruning (the module docstring) of the ops of a
     model deployed in `mode`; raises TargetNotMet when no allowed set of ops in `float_mode`
-    reaches `target`."""
+    reaches `target`. Without `sensitivity_when_met`, a model that meets the target with
+    every op in `mode` returns at once, with no sensitivities."""
     search = Search(scorer, float_mode, target, mode)
     all_mode, all_float = search.scores([Config(mode), Config(float_mode)])
     total_macs = sum(c.macs for c in ops)
@@ -335,6 +363,8 @@ def run_search(
             f"reached is {all_float:.6f}; lower --target-cosine or choose a more precise --float-mode",
             all_float,
         )
+    if all_mode >= target and not sensitivity_when_met:
+        return SearchResult(mode, [], [], all_mode, all_mode, all_float, total_macs, len(search.cache))
     if before_sensitivity is not None:
         before_sensitivity(all_mode, all_float)
     configs = [Config.of(float_mode, {c.name: mode}) for c in ops] + [search.floated([c]) for c in ops]
@@ -361,6 +391,7 @@ def search_qtable(
     jobs: int = 1, cluster: str | None = None, module=None,
     progress: Callable[[str, int], Callable[[int], None]] | None = None,
     before_sensitivity: Callable[[float, float], None] | None = None, mode: str = "INT8",
+    sensitivity_when_met: bool = True,
 ) -> SearchResult:
     """The whole search on the module at `mlir_path` (parsed already: `module`), its runs on
     `jobs` processes or a Ray `cluster`; raises TargetNotMet."""
@@ -376,7 +407,8 @@ def search_qtable(
         def scorer(configs: list[Config]) -> list[tuple[float, ...]]:
             return pool.map("score", configs)
 
-        return run_search(ops, scorer, float_mode, target, max_float_ops, progress, before_sensitivity, mode)
+        return run_search(ops, scorer, float_mode, target, max_float_ops, progress, before_sensitivity, mode,
+                          sensitivity_when_met)
 
 
 def _with_progress(scorer: Scorer, advance: Callable[[int], None]) -> Scorer:
@@ -416,12 +448,26 @@ def _shortest_prefix(search: Search, ranked: list[Candidate], limit: int) -> lis
 
 
 def _prune(search: Search, chosen: list[Candidate]) -> list[Candidate]:
-    """Drop each chosen op, least sensitive first, whose removal keeps the target."""
+    """Drop each chosen op, least sensitive first, whose removal keeps the target.
+
+    Most ops the shortest prefix holds are needed, so each trial is asked for with the next
+    one, as if it fails: two trials a round for the workers, the same decisions as one at
+    a time. Both name the kept set as their anchor, so a worker computes again only what
+    follows the op a trial puts back into the mode."""
     kept = list(chosen)
-    for op in reversed(chosen):
-        trial = [c for c in kept if c is not op]
-        if search.score_of(trial) >= search.target:
-            kept = trial
+    order = list(reversed(chosen))
+    i = 0
+    while i < len(order):
+        anchor = search.floated(kept)
+        trials = [[c for c in kept if c is not op] for op in order[i:i + 2]]
+        configs = [search.floated(t, anchor) for t in trials]
+        passed = [score >= search.target for score in search.scores(configs)]
+        if passed[0]:
+            kept, i = trials[0], i + 1  # the second trial assumed the first op stays
+        elif len(trials) > 1 and passed[1]:
+            kept, i = trials[1], i + 2
+        else:
+            i += 2
     return kept
 
 
