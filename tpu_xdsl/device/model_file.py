@@ -723,6 +723,27 @@ def _quantization(desc: IoDesc) -> str:
     return "not quantized"
 
 
+def instruction_lines(model: TpuModel) -> list[str]:
+    """Every instruction, one line each, for `tpu-xdsl info --instructions`: its id, engine,
+    kind, layer, group and dependencies, then its operands as the file encodes them
+    (DDR views [addr, dtype, shape, strides], local tensors [addr, dtype, shape4, view,
+    eu_align]), and the SHA-256 of the coefficients they read: two models whose lines are
+    equal run the same program on the same data."""
+    lines = [f"coefficients: {len(model.coefficients)} bytes, sha256 {hashlib.sha256(model.coefficients).hexdigest()}"]
+    for instruction in model.instructions:
+        op = type(instruction).__name__
+        operands = []
+        for name, kind in _OPERANDS[op]:
+            value = getattr(instruction, name)
+            encoded = _json_value(value, "") if kind == "attrs" else _ENCODE[kind](value)
+            operands.append(f"{name}={_dumps(encoded)}")
+        lines.append(
+            f"{instruction.id:>6} {instruction.engine:<7} {op:<8} {instruction.layer} group={instruction.group} "
+            f"deps={_dumps(list(instruction.deps))} " + " ".join(operands)
+        )
+    return lines
+
+
 def memory_map_lines(model: TpuModel) -> list[str]:
     """The DDR map for `tpu-xdsl info` and the debugger: coefficients, then every named
     tensor, input and output by address."""

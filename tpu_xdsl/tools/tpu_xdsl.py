@@ -263,11 +263,18 @@ def _run_device(args: argparse.Namespace) -> int:
 
 
 def _info(args: argparse.Namespace) -> int:
-    from tpu_xdsl.device.model_file import load_model, memory_map_lines, model_summary
+    from tpu_xdsl.device.model_file import (
+        instruction_lines,
+        load_model,
+        memory_map_lines,
+        model_summary,
+    )
 
     model = load_model(args.model)
-    for line in (*model_summary(model), *memory_map_lines(model)):
-        print(line)
+    lines = [*model_summary(model), *memory_map_lines(model)]
+    if args.instructions:
+        lines += ["instructions:", *instruction_lines(model)]
+    print("\n".join(lines))
     return 0
 
 
@@ -330,6 +337,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     info = sub.add_parser("info", help="what a .tpumodel holds: chip, mode, I/O, instructions, memory map")
     info.add_argument("model", help="a .tpumodel file")
+    info.add_argument("--instructions", action="store_true",
+                      help="also list every instruction with its operands, and the coefficients' SHA-256")
     info.set_defaults(func=_info)
 
     check = sub.add_parser("check", help="parse, verify and print a .mlir file")
