@@ -34,7 +34,7 @@ from tpu_xdsl.dialects.quant_types import qparams_of
 from tpu_xdsl.frontend.onnx_importer import import_onnx
 from tpu_xdsl.interp.runner import ModuleRunner, main_func, tensor_names
 from tpu_xdsl.ir_io import save_module
-from tpu_xdsl.quant import ChannelQParams
+from tpu_xdsl.kernels.quant import ChannelQParams
 from tpu_xdsl.transforms.import_calibration import import_calibration
 from tpu_xdsl.transforms.lower_top_to_tpu import lower_top_to_tpu
 from tpu_xdsl.transforms.pipelines import canonicalize

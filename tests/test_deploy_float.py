@@ -8,9 +8,9 @@ import pytest
 from xdsl.context import Context
 
 from tests.test_cli_transform import assert_user_error, small_cnn, tpu_xdsl
-from tpu_xdsl.interp.kernels import ResultSpec
 from tpu_xdsl.interp.runner import ModuleRunner
 from tpu_xdsl.ir_io import parse_module
+from tpu_xdsl.kernels import ResultSpec
 from tpu_xdsl.transforms.lower_top_to_tpu import LowerTopToTpuPass
 from tpu_xdsl.weights import attach_weights, weights_of
 
@@ -42,7 +42,7 @@ def test_low_float_modes_round_every_store(mode, dtype):
 
 
 def test_tpu_cast_rounds_to_nearest_even():
-    from tpu_xdsl.interp.kernels.tpu import _cast
+    from tpu_xdsl.kernels.tpu import _cast
 
     x = np.array([1.0 + 2**-11, 1.0 + 3 * 2**-11], np.float32)  # halfway cases for f16
     (y,) = _cast([x], {}, [ResultSpec((2,), np.dtype(np.float16))])

@@ -121,8 +121,8 @@ def test_gemm_sums_in_float64_unless_asked_for_float32(dtype):
     in float32, the chip's accumulator, and in float64 again after it."""
     import ml_dtypes  # noqa: F401  (bfloat16 by name)
 
-    from tpu_xdsl.interp.kernels import ResultSpec
-    from tpu_xdsl.interp.kernels.tpu import gemm_sums_in_float32, in_f32
+    from tpu_xdsl.kernels import ResultSpec
+    from tpu_xdsl.kernels.tpu import gemm_sums_in_float32, in_f32
 
     seen: list[tuple[str, str]] = []
 

@@ -12,8 +12,8 @@ import pytest
 from onnx import TensorProto, helper
 
 from tpu_xdsl.frontend.onnx_importer import ImportRuleError, import_onnx
-from tpu_xdsl.interp.kernels import ResultSpec, load_all
-from tpu_xdsl.interp.kernels.activation import erf
+from tpu_xdsl.kernels import ResultSpec, load_all
+from tpu_xdsl.kernels.activation import erf
 from tpu_xdsl.onnx_backend import TpuXdslBackend
 
 KERNELS = load_all()

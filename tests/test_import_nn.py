@@ -11,8 +11,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from tpu_xdsl.frontend.onnx_importer import ImportRuleError, import_onnx
-from tpu_xdsl.interp.kernels import ResultSpec, load_all
 from tpu_xdsl.interp.runner import run_module
+from tpu_xdsl.kernels import ResultSpec, load_all
 from tpu_xdsl.onnx_backend import TpuXdslBackend
 
 KERNELS = load_all()
@@ -192,7 +192,7 @@ def test_conv_1d_3d_and_pointwise_match_ort(x_shape, w_shape, attrs):
 
 def test_conv_in_blocks_of_output_rows_matches_ort(monkeypatch):
     # A tiny im2col limit forces the blocked path (1-2 output rows per block).
-    from tpu_xdsl.interp.kernels import conv_pool
+    from tpu_xdsl.kernels import conv_pool
 
     monkeypatch.setattr(conv_pool, "_COLS_LIMIT", 4000)
     model = single("Conv", [2, 6, 23, 17], None, 13, ("x", "w"), inits={"w": randn(4, 3, 3, 2)},

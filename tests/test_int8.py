@@ -23,8 +23,6 @@ from tpu_xdsl.dialects.attr_values import op_attrs
 from tpu_xdsl.dialects.quant_types import is_quantized, qparams_of
 from tpu_xdsl.frontend.onnx_importer import import_onnx
 from tpu_xdsl.interp.compare import compare_tensors
-from tpu_xdsl.interp.kernels import ResultSpec, load_all
-from tpu_xdsl.interp.kernels.int8 import INT8_KERNELS
 from tpu_xdsl.interp.runner import (
     ModuleRunner,
     TensorCapture,
@@ -33,7 +31,9 @@ from tpu_xdsl.interp.runner import (
 )
 from tpu_xdsl.interp.top_interpreter import result_specs
 from tpu_xdsl.ir_io import save_module
-from tpu_xdsl.quant import (
+from tpu_xdsl.kernels import ResultSpec, load_all
+from tpu_xdsl.kernels.int8 import INT8_KERNELS
+from tpu_xdsl.kernels.quant import (
     QParams,
     activation_qparams,
     quantize_bias,

@@ -16,9 +16,9 @@ import itertools
 import numpy as np
 import pytest
 
-from tpu_xdsl.interp.kernels import ResultSpec
-from tpu_xdsl.interp.kernels.int8 import INT8_KERNELS, finish_sum
-from tpu_xdsl.quant import (
+from tpu_xdsl.kernels import ResultSpec
+from tpu_xdsl.kernels.int8 import INT8_KERNELS, finish_sum
+from tpu_xdsl.kernels.quant import (
     ROUND_MODES,
     int8_matmul,
     quantize_tensor,

@@ -25,7 +25,7 @@ from onnxruntime.quantization import (
 from tpu_xdsl.calibration.model_scales import TensorScale, is_model_calibrated
 from tpu_xdsl.frontend.onnx_importer import import_onnx
 from tpu_xdsl.interp.runner import ModuleRunner, real_values, run_module
-from tpu_xdsl.quant import activation_qparams
+from tpu_xdsl.kernels.quant import activation_qparams
 from tpu_xdsl.transforms.lower_top_to_tpu import lower_top_to_tpu
 from tpu_xdsl.transforms.pipelines import canonicalize
 from tpu_xdsl.weights import attach_weights, weights_of

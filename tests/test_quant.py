@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from tpu_xdsl.quant import (
+from tpu_xdsl.kernels.quant import (
     int8_matmul,
     quantize_multiplier,
     quantize_tensor,

@@ -365,9 +365,9 @@ def test_reused_results_equal_a_plain_run(prepared):
     from the bases in one op, and from an anchor in one op."""
     from tpu_xdsl.calibration.qtable_search import Config, Evaluator, cosine
     from tpu_xdsl.calibration.table import read_table
-    from tpu_xdsl.interp.kernels.tpu import gemm_sums_in_float32
     from tpu_xdsl.interp.runner import ModuleRunner
     from tpu_xdsl.ir_io import read_module
+    from tpu_xdsl.kernels.tpu import gemm_sums_in_float32
     from tpu_xdsl.transforms.import_calibration import import_calibration
     from tpu_xdsl.transforms.lower_top_to_tpu import lower_top_to_tpu
     from tpu_xdsl.weights import attach_weights, weights_of

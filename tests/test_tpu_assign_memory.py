@@ -19,9 +19,9 @@ from xdsl.dialects.builtin import (
 )
 
 from tpu_xdsl.errors import TpuXdslError
-from tpu_xdsl.interp.dtypes import numpy_dtype
 from tpu_xdsl.interp.runner import main_func, tensor_names
 from tpu_xdsl.ir_io import parse_module
+from tpu_xdsl.kernels.dtypes import numpy_dtype
 from tpu_xdsl.transforms import tpu_assign_memory
 from tpu_xdsl.transforms.tpu_assign_memory import (
     AREA_FIRST,

@@ -143,7 +143,7 @@ def create_weight(
 ) -> SSAValue:
     """Add `array` to the table under a fresh name and insert the `top.weight` reading it."""
     from tpu_xdsl.dialects import op_class
-    from tpu_xdsl.interp.dtypes import element_type
+    from tpu_xdsl.kernels.dtypes import element_type
 
     store = weights_of(module)
     name = store.unique_name(base_name)

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tpu_xdsl.interp.kernels.conv_pool import _spatial_params
+from tpu_xdsl.kernels.conv_pool import spatial_params
 
 Box = tuple[tuple[int, int], ...]
 
@@ -232,7 +232,7 @@ def _window(op: OpShape, out_box: Box) -> SlicePlan:
     out = op.results[0]
     attrs = dict(op.attrs)
     spatial = len(out) - 2
-    kernel, strides, pads, dilations = _spatial_params(attrs, spatial)
+    kernel, strides, pads, dilations = spatial_params(attrs, spatial)
     (n0, nn), (c0, cn) = out_box[0], out_box[1]
     in_box = [(n0, nn), (0, x_shape[1])] + [(0, d) for d in x_shape[2:]]
     group = int(attrs.get("group", 1))
@@ -269,7 +269,7 @@ def _deconv(op: OpShape, out_box: Box) -> SlicePlan:
     (n0, nn), (c0, cn) = out_box[0], out_box[1]
     in_box = [(n0, nn)] + [(0, d) for d in x_shape[1:]]
     if spatial == 2 and out_box[2] != (0, out[2]):
-        kernel, strides, pads, dilations = _spatial_params(attrs, spatial)
+        kernel, strides, pads, dilations = spatial_params(attrs, spatial)
         out_pad = list(attrs.get("output_padding") or [0] * spatial)
         o0, on = out_box[2]
         s, k, d, p = strides[0], kernel[0], dilations[0], pads[0]

@@ -152,7 +152,7 @@ class Evaluator:
 
     def score(self, config: Config, anchoring: bool = False) -> tuple[float, ...]:
         """One cosine per sample: the lowest over the outputs."""
-        from tpu_xdsl.interp.kernels.tpu import gemm_sums_in_float32
+        from tpu_xdsl.kernels.tpu import gemm_sums_in_float32
         from tpu_xdsl.transforms.lower_top_to_tpu import lower_top_to_tpu
         from tpu_xdsl.weights import attach_weights
 

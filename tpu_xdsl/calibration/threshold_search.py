@@ -39,7 +39,7 @@ from xdsl.interpreter import (
 from xdsl.ir import Operation, SSAValue
 
 from tpu_xdsl.interp.runner import ModuleRunner, main_func, tensor_names
-from tpu_xdsl.quant import activation_qparams
+from tpu_xdsl.kernels.quant import activation_qparams
 
 SEARCH_SAMPLES = 8
 

@@ -22,7 +22,7 @@ from tpu_xdsl.device.model_file import GroupDesc, IoDesc, TensorDesc, TpuModel
 from tpu_xdsl.device.simulator import Device, Scheduled, Timeline, dma_bytes
 from tpu_xdsl.errors import TpuXdslError
 from tpu_xdsl.feeds import in_input_order
-from tpu_xdsl.quant import ChannelQParams, QParams
+from tpu_xdsl.kernels.quant import ChannelQParams, QParams
 
 
 class DeviceInputError(TpuXdslError):

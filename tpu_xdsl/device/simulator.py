@@ -8,7 +8,7 @@ Function follows the timing, as on a chip: an instruction reads its sources
 when it starts and writes its results when it finishes (writes first when
 both happen in the same cycle), so a dependency the compiler forgot shows up
 as a wrong result, not as a silently correct one. Compute kernels are the TPU
-interpreter's (`interp.kernels.tpu`), so integer results are bit-exact with it.
+interpreter's (`kernels.tpu`), so integer results are bit-exact with it.
 
 This module knows nothing of xDSL.
 """
@@ -35,8 +35,8 @@ from tpu_xdsl.device.isa import (
     LocalTensor,
     numpy_dtype,
 )
-from tpu_xdsl.interp.kernels import ResultSpec
-from tpu_xdsl.interp.kernels.tpu import has_tpu_kernel, run_tpu_kernel
+from tpu_xdsl.kernels import ResultSpec
+from tpu_xdsl.kernels.tpu import has_tpu_kernel, run_tpu_kernel
 
 
 @dataclass

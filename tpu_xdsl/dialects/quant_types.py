@@ -31,8 +31,8 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute
 
-from tpu_xdsl.interp.dtypes import element_type, numpy_dtype
-from tpu_xdsl.quant import ChannelQParams, QParams
+from tpu_xdsl.kernels.dtypes import element_type, numpy_dtype
+from tpu_xdsl.kernels.quant import ChannelQParams, QParams
 
 FLOAT_TYPES = (Float32Type, Float16Type, BFloat16Type, Float64Type)
 

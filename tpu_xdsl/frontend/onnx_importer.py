@@ -35,7 +35,7 @@ from tpu_xdsl.dialects.attr_values import from_py
 from tpu_xdsl.errors import TpuXdslError
 from tpu_xdsl.frontend import registry
 from tpu_xdsl.frontend.folding import FoldError, NodeFolder
-from tpu_xdsl.interp.dtypes import element_type
+from tpu_xdsl.kernels.dtypes import element_type
 
 F32 = np.dtype(np.float32)
 
@@ -369,7 +369,7 @@ class OnnxImporter:
     def define(self, name: str, ssa: SSAValue) -> None:
         t = ssa.type
         assert isinstance(t, TensorType), f"{name}: {t}"
-        from tpu_xdsl.interp.dtypes import numpy_dtype
+        from tpu_xdsl.kernels.dtypes import numpy_dtype
 
         self.values[name] = OnnxValue(name, tuple(t.get_shape()), numpy_dtype(t.element_type), ssa=ssa)
 

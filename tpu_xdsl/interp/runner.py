@@ -14,7 +14,7 @@ from xdsl.ir import Operation
 
 from tpu_xdsl.errors import TpuXdslError
 from tpu_xdsl.feeds import in_input_order
-from tpu_xdsl.quant import ChannelQParams, QParams
+from tpu_xdsl.kernels.quant import ChannelQParams, QParams
 
 
 class InputMismatchError(TpuXdslError):
@@ -90,7 +90,7 @@ def arrange_inputs(module: ModuleOp, inputs: Mapping[str, np.ndarray]) -> list[n
     arg_types = main.function_type.inputs.data
     values = in_input_order(names, inputs, InputMismatchError)
     from tpu_xdsl.dialects.quant_types import qparams_of
-    from tpu_xdsl.interp.dtypes import numpy_dtype
+    from tpu_xdsl.kernels.dtypes import numpy_dtype
 
     arranged = []
     for name, value, arg_type in zip(names, values, arg_types, strict=True):

@@ -18,8 +18,8 @@ from xdsl.ir import Attribute, Dialect, Operation
 
 from tpu_xdsl.dialects import Top
 from tpu_xdsl.dialects.attr_values import op_attrs
-from tpu_xdsl.interp.dtypes import numpy_dtype
-from tpu_xdsl.interp.kernels import Kernel, ResultSpec, load_all
+from tpu_xdsl.kernels import Kernel, ResultSpec, load_all
+from tpu_xdsl.kernels.dtypes import numpy_dtype
 from tpu_xdsl.weights import weight_name
 
 
@@ -76,7 +76,7 @@ class ModelRounding:
 
     def _of(self, value: Any) -> Any:
         from tpu_xdsl.dialects.quant_types import calibration_of
-        from tpu_xdsl.quant import activation_qparams
+        from tpu_xdsl.kernels.quant import activation_qparams
 
         t = value.type
         owner = value.owner

@@ -24,8 +24,8 @@ from xdsl.interpreter import (
 from xdsl.ir import Operation
 
 from tpu_xdsl.dialects import Tpu, op_class
-from tpu_xdsl.interp.kernels.tpu import TPU_KERNELS
 from tpu_xdsl.interp.top_interpreter import make_functions
+from tpu_xdsl.kernels.tpu import TPU_KERNELS
 
 _TpuKernelFunctions = make_functions(Tpu, TPU_KERNELS, "TpuKernelFunctions")
 

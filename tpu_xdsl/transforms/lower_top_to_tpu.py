@@ -51,9 +51,9 @@ from tpu_xdsl.dialects.quant_types import (
     qparams_of,
     quantized_type,
 )
-from tpu_xdsl.interp.dtypes import element_type, numpy_dtype
 from tpu_xdsl.interp.runner import input_ops, main_func, tensor_names
-from tpu_xdsl.quant import activation_qparams
+from tpu_xdsl.kernels.dtypes import element_type, numpy_dtype
+from tpu_xdsl.kernels.quant import activation_qparams
 from tpu_xdsl.transforms.lowering.context import (
     FLOAT_MODES,
     Fallback,

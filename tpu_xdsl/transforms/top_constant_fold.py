@@ -13,8 +13,8 @@ from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
 
 from tpu_xdsl.dialects.attr_values import op_attrs
-from tpu_xdsl.interp.kernels import load_all
 from tpu_xdsl.interp.top_interpreter import InterpretError, result_specs
+from tpu_xdsl.kernels import load_all
 from tpu_xdsl.transforms.matching import constant, erase_unused
 from tpu_xdsl.weights import create_weight
 

@@ -15,7 +15,7 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
 
-from tpu_xdsl.interp.dtypes import numpy_dtype
+from tpu_xdsl.kernels.dtypes import numpy_dtype
 from tpu_xdsl.transforms.matching import attr, build, names_of, producer, replace_with
 
 

@@ -17,7 +17,7 @@ from tpu_xdsl.dialects import shapes
 from tpu_xdsl.frontend.onnx_importer import NodeContext
 from tpu_xdsl.frontend.registry import onnx_rule
 from tpu_xdsl.frontend.rules.nn import const_weight, drop_outputs, typed_output
-from tpu_xdsl.interp.kernels.conv_pool import tap_counts
+from tpu_xdsl.kernels.conv_pool import tap_counts
 
 F32 = np.dtype(np.float32)
 

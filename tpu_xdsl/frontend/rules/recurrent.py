@@ -20,7 +20,7 @@ from tpu_xdsl.dialects.attr_values import from_py
 from tpu_xdsl.frontend.onnx_importer import NodeContext
 from tpu_xdsl.frontend.registry import onnx_rule
 from tpu_xdsl.frontend.rules.elementwise import shape_of
-from tpu_xdsl.interp.dtypes import element_type
+from tpu_xdsl.kernels.dtypes import element_type
 
 F32 = np.dtype(np.float32)
 _DIRECTIONS = {"forward": 1, "reverse": 1, "bidirectional": 2}

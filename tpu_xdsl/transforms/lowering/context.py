@@ -36,9 +36,9 @@ from tpu_xdsl.dialects.quant_types import (
     quantized_type,
 )
 from tpu_xdsl.errors import TpuXdslError
-from tpu_xdsl.interp.dtypes import element_type, numpy_dtype
 from tpu_xdsl.interp.runner import tensor_names
-from tpu_xdsl.quant import (
+from tpu_xdsl.kernels.dtypes import element_type, numpy_dtype
+from tpu_xdsl.kernels.quant import (
     ChannelQParams,
     QParams,
     activation_qparams,

@@ -16,7 +16,7 @@ from xdsl.irdl import VarOperandDef, VarResultDef
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 
 from tpu_xdsl.dialects import op_class
-from tpu_xdsl.interp.dtypes import element_type, numpy_dtype
+from tpu_xdsl.kernels.dtypes import element_type, numpy_dtype
 from tpu_xdsl.transforms.lowering.context import (
     LoweringContext,
     LoweringError,

@@ -16,7 +16,7 @@ from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 
 from tpu_xdsl.dialects.attr_values import from_py
 from tpu_xdsl.dialects.quant_types import is_quantized
-from tpu_xdsl.quant import QParams, quantize_multiplier
+from tpu_xdsl.kernels.quant import QParams, quantize_multiplier
 from tpu_xdsl.transforms.lowering.context import LoweringContext
 from tpu_xdsl.transforms.lowering.float_ops import tpu_class
 

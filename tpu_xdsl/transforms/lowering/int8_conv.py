@@ -25,7 +25,12 @@ import numpy as np
 from xdsl.ir import Operation, SSAValue
 
 from tpu_xdsl.dialects.quant_types import calibration_of
-from tpu_xdsl.quant import QParams, quantize_bias, quantize_tensor, weight_scales
+from tpu_xdsl.kernels.quant import (
+    QParams,
+    quantize_bias,
+    quantize_tensor,
+    weight_scales,
+)
 from tpu_xdsl.transforms.lowering.context import (
     AnyQParams,
     describe,

@@ -26,8 +26,13 @@ from xdsl.rewriter import Rewriter
 
 from tpu_xdsl.dialects.attr_values import from_py, op_attrs
 from tpu_xdsl.dialects.quant_types import quantized_type
-from tpu_xdsl.interp.kernels import ResultSpec, load_all
-from tpu_xdsl.quant import ChannelQParams, QParams, quantize_multipliers, weight_scales
+from tpu_xdsl.kernels import ResultSpec, load_all
+from tpu_xdsl.kernels.quant import (
+    ChannelQParams,
+    QParams,
+    quantize_multipliers,
+    weight_scales,
+)
 from tpu_xdsl.transforms.lowering.context import (
     AnyQParams,
     scale_vector,

@@ -22,8 +22,8 @@ from __future__ import annotations
 import numpy as np
 from xdsl.ir import Operation, SSAValue
 
-from tpu_xdsl.interp.kernels.conv_pool import tap_counts
-from tpu_xdsl.quant import ChannelQParams
+from tpu_xdsl.kernels.conv_pool import tap_counts
+from tpu_xdsl.kernels.quant import ChannelQParams
 from tpu_xdsl.transforms.lowering.context import (
     CHANNEL_RANKS,
     AnyQParams,

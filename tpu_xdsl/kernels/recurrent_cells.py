@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from tpu_xdsl.interp.kernels import Kernel, ResultSpec
-from tpu_xdsl.interp.kernels.activation import sigmoid_of
+from tpu_xdsl.kernels import Kernel, ResultSpec
+from tpu_xdsl.kernels.activation import sigmoid_of
 
 F32 = np.dtype(np.float32)
 # Products held at once by `dots` (floats): bounds its memory for large layers.

@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from tpu_xdsl.interp.kernels import Kernel, ResultSpec, load_all
-from tpu_xdsl.interp.kernels.int8 import INT8_KERNELS
-from tpu_xdsl.interp.kernels.recurrent_cells import TPU_RECURRENT_KERNELS
+from tpu_xdsl.kernels import Kernel, ResultSpec, load_all
+from tpu_xdsl.kernels.int8 import INT8_KERNELS
+from tpu_xdsl.kernels.recurrent_cells import TPU_RECURRENT_KERNELS
 
 _LOW_FLOATS = ("float16", "bfloat16")
 

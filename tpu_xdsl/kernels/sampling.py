@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from tpu_xdsl.interp.kernels import ResultSpec, kernel
+from tpu_xdsl.kernels import ResultSpec, kernel
 
 CUBIC_A = -0.75
 

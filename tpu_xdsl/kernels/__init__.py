@@ -49,7 +49,7 @@ def kernel(*kinds: str) -> Callable[[Kernel], Kernel]:
 
 def load_all() -> dict[str, Kernel]:
     """Import every kernel module so the registry is complete."""
-    from tpu_xdsl.interp.kernels import (  # noqa: F401
+    from tpu_xdsl.kernels import (  # noqa: F401
         activation,
         conv_pool,
         elementwise,

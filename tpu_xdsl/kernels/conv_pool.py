@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from tpu_xdsl.interp.kernels import ResultSpec, kernel
-from tpu_xdsl.interp.kernels.activation import fused_relu
+from tpu_xdsl.kernels import ResultSpec, kernel
+from tpu_xdsl.kernels.activation import fused_relu
 
 # The largest im2col buffer (bytes); bigger convs run in blocks of output rows.
 _COLS_LIMIT = 64 << 20
@@ -38,9 +38,11 @@ SHIFTED_GEMM_ABOVE = 8 << 20
 _MAX_TAP_LOOP = 16
 
 
-def _spatial_params(
+def spatial_params(
     attrs: dict[str, Any], spatial: int
 ) -> tuple[list[int], list[int], list[int], list[int]]:
+    """A window op's kernel_shape, strides, pads and dilations, with ONNX's defaults
+    (stride and dilation 1, no padding) for `spatial` dimensions."""
     kernel_shape = list(attrs["kernel_shape"])
     strides = list(attrs.get("strides") or [1] * spatial)
     pads = list(attrs.get("pads") or [0] * (2 * spatial))
@@ -149,7 +151,7 @@ def conv(
 ) -> list[np.ndarray]:
     x, w, b = inputs
     spatial = x.ndim - 2
-    kernel_shape, strides, pads, dilations = _spatial_params(attrs, spatial)
+    kernel_shape, strides, pads, dilations = spatial_params(attrs, spatial)
     group = int(attrs.get("group", 1))
     y = np.ascontiguousarray(
         conv_sum(x, w, group, kernel_shape, strides, pads, dilations, results[0].shape)
@@ -412,7 +414,7 @@ def deconv(
     """Transposed convolution: cols = W^T @ x per group, col2im over the taps, crop the pads."""
     x, w, b = inputs
     spatial = x.ndim - 2
-    kernel_shape, strides, pads, dilations = _spatial_params(attrs, spatial)
+    kernel_shape, strides, pads, dilations = spatial_params(attrs, spatial)
     out_pad = list(attrs.get("output_padding") or [0] * spatial)
     group = int(attrs.get("group", 1))
     out_shape = results[0].shape
@@ -471,7 +473,7 @@ def _pool_reduce(
     A box window is separable: reduce along one spatial dim at a time, over that
     dim's taps (3 + 3 passes for a 3x3 window instead of 9)."""
     spatial = x.ndim - 2
-    kernel_shape, strides, pads, dilations = _spatial_params(attrs, spatial)
+    kernel_shape, strides, pads, dilations = spatial_params(attrs, spatial)
     out = results[0].shape[2:]
     if _is_global(x, kernel_shape, pads, out):
         return (

@@ -42,9 +42,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from tpu_xdsl.interp.kernels import Kernel, ResultSpec
-from tpu_xdsl.interp.kernels import conv_pool as float_conv_pool
-from tpu_xdsl.quant import (
+from tpu_xdsl.kernels import Kernel, ResultSpec
+from tpu_xdsl.kernels import conv_pool as float_conv_pool
+from tpu_xdsl.kernels.quant import (
     REQUANT_BLOCK,
     channel_shape,
     quantize_tensor,
@@ -357,7 +357,7 @@ def conv(inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultS
     x, w, b = inputs
     zx = zero_point(attrs, 0)
     group = int(attrs.get("group", 1))
-    kernel_shape, strides, pads, dilations = float_conv_pool._spatial_params(attrs, x.ndim - 2)
+    kernel_shape, strides, pads, dilations = float_conv_pool.spatial_params(attrs, x.ndim - 2)
     terms = (x.shape[1] // group) * int(np.prod(w.shape[2:]))
     bounds = (magnitude_bound(x, zx), magnitude_bound(w, 0))
     dtype = exact_float(terms, *bounds)

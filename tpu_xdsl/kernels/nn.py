@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from tpu_xdsl.interp.kernels import ResultSpec, kernel
-from tpu_xdsl.interp.kernels.activation import fused_relu
+from tpu_xdsl.kernels import ResultSpec, kernel
+from tpu_xdsl.kernels.activation import fused_relu
 
 
 def _per_channel(p: np.ndarray, ndim: int, dtype: np.dtype) -> np.ndarray:

@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from tpu_xdsl.interp.kernels import ResultSpec, kernel
-from tpu_xdsl.interp.kernels.activation import sigmoid_of
+from tpu_xdsl.kernels import ResultSpec, kernel
+from tpu_xdsl.kernels.activation import sigmoid_of
 
 
 def _directions(attrs: dict[str, Any]) -> list[bool]:

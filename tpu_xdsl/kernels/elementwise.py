@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from tpu_xdsl.interp.kernels import ResultSpec, kernel
-from tpu_xdsl.interp.kernels.activation import erf, fused_relu
+from tpu_xdsl.kernels import ResultSpec, kernel
+from tpu_xdsl.kernels.activation import erf, fused_relu
 
 
 def _register(kind: str, fn: Callable[..., np.ndarray]) -> None:

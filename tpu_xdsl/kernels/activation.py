@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from tpu_xdsl.interp.kernels import ResultSpec, kernel
+from tpu_xdsl.kernels import ResultSpec, kernel
 
 _SQRT_2_OVER_PI = 0.7978845608028654
 _SQRT_HALF = 0.7071067811865476
