@@ -110,8 +110,8 @@ def int8_shares(module) -> tuple[float, float]:
     """Of the module's conv, deconv and matmul ops: the share computed in INT8, by count
     and by MACs."""
     from tpu_xdsl.backend.codegen import op_macs
+    from tpu_xdsl.dialects.module import main_func
     from tpu_xdsl.dialects.quant_types import is_quantized
-    from tpu_xdsl.interp.runner import main_func
 
     counts, macs = [0, 0], [0, 0]
     for op in main_func(module).body.block.ops:

@@ -140,7 +140,7 @@ def save_top(onnx_path: Path, mlir_path: Path, preprocess=None) -> Path:
 
 def tensor_names_of(mlir_path: Path) -> set[str]:
     """Names of every activation of the TOP module (weights excluded)."""
-    from tpu_xdsl.interp.runner import tensor_names
+    from tpu_xdsl.dialects.module import tensor_names
     from tpu_xdsl.ir_io import read_module
 
     module = read_module(mlir_path)

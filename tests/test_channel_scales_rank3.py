@@ -30,9 +30,10 @@ from tpu_xdsl.device.isa import Compute, LocalTensor
 from tpu_xdsl.device.model_file import load_model, save_model
 from tpu_xdsl.device.runtime import real_value, run_model
 from tpu_xdsl.device.timing import compute_cycles
+from tpu_xdsl.dialects.module import main_func, tensor_names
 from tpu_xdsl.dialects.quant_types import qparams_of
 from tpu_xdsl.frontend.onnx_importer import import_onnx
-from tpu_xdsl.interp.runner import ModuleRunner, main_func, tensor_names
+from tpu_xdsl.interp.runner import ModuleRunner
 from tpu_xdsl.ir_io import save_module
 from tpu_xdsl.kernels.quant import ChannelQParams
 from tpu_xdsl.transforms.import_calibration import import_calibration

@@ -513,7 +513,7 @@ def test_deploy_int8_asymmetric(top, tmp_path, capsys):
 def test_deploy_int8_with_one_op_in_f16(top, tmp_path, capsys):
     from xdsl.dialects.builtin import Float16Type
 
-    from tpu_xdsl.interp.runner import main_func, tensor_names
+    from tpu_xdsl.dialects.module import main_func, tensor_names
     from tpu_xdsl.ir_io import read_module
 
     (tmp_path / "qtable").write_text("# op_name mode\nrelu F16\n")
@@ -530,7 +530,7 @@ def test_deploy_int8_with_one_op_in_f16(top, tmp_path, capsys):
 def test_deploy_quant_input_and_output(tmp_path_factory, capsys, asymmetric, signedness):
     from xdsl.dialects.builtin import IntegerType
 
-    from tpu_xdsl.interp.runner import main_func
+    from tpu_xdsl.dialects.module import main_func
     from tpu_xdsl.ir_io import read_module
 
     folder = tmp_path_factory.mktemp("int8_head")

@@ -28,8 +28,8 @@ from onnx import TensorProto, helper
 from tests.test_cli_device import compiled  # noqa: F401  (the fixture)
 from tests.test_cli_int8_errors import assert_fails_cleanly, run
 from tpu_xdsl.device.runtime import LoadedModel, profile_rows
+from tpu_xdsl.dialects.module import main_func, tensor_names
 from tpu_xdsl.interp.compare import compare_all
-from tpu_xdsl.interp.runner import main_func, tensor_names
 from tpu_xdsl.tools import report_page
 from tpu_xdsl.tools.stages import (
     align_feeds,

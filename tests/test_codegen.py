@@ -23,9 +23,10 @@ from tpu_xdsl.backend.codegen import codegen
 from tpu_xdsl.device.isa import Compute
 from tpu_xdsl.device.model_file import TpuModel
 from tpu_xdsl.device.runtime import run_model
+from tpu_xdsl.dialects.module import input_names
 from tpu_xdsl.frontend.onnx_importer import import_onnx
 from tpu_xdsl.interp.compare import compare_tensors
-from tpu_xdsl.interp.runner import ModuleRunner, TensorCapture, input_names
+from tpu_xdsl.interp.runner import ModuleRunner, TensorCapture
 from tpu_xdsl.transforms.lower_top_to_tpu import lower_top_to_tpu
 from tpu_xdsl.transforms.pipelines import canonicalize
 from tpu_xdsl.transforms.tpu_assign_memory import assign_memory

@@ -20,15 +20,11 @@ from xdsl.interpreter import Interpreter
 from tpu_xdsl.calibration.calibrator import Options, calibrate
 from tpu_xdsl.calibration.dataset import Dataset
 from tpu_xdsl.dialects.attr_values import op_attrs
+from tpu_xdsl.dialects.module import tensor_names
 from tpu_xdsl.dialects.quant_types import is_quantized, qparams_of
 from tpu_xdsl.frontend.onnx_importer import import_onnx
 from tpu_xdsl.interp.compare import compare_tensors
-from tpu_xdsl.interp.runner import (
-    ModuleRunner,
-    TensorCapture,
-    real_values,
-    tensor_names,
-)
+from tpu_xdsl.interp.runner import ModuleRunner, TensorCapture, real_values
 from tpu_xdsl.interp.top_interpreter import result_specs
 from tpu_xdsl.ir_io import save_module
 from tpu_xdsl.kernels import ResultSpec, load_all

@@ -10,7 +10,8 @@ from tests.test_codegen import GRAPHS, lower, model_of, node, weight
 from tpu_xdsl.backend.codegen import codegen
 from tpu_xdsl.device.isa import Compute, DmaLoad, DmaStore
 from tpu_xdsl.device.runtime import run_model
-from tpu_xdsl.interp.runner import ModuleRunner, main_func
+from tpu_xdsl.dialects.module import main_func
+from tpu_xdsl.interp.runner import ModuleRunner
 from tpu_xdsl.transforms.tpu_assign_memory import assign_memory
 from tpu_xdsl.transforms.tpu_layer_group import layer_group
 from tpu_xdsl.weights import attach_weights, weights_of

@@ -381,8 +381,8 @@ def test_cli_calibration_table_overrides_the_model_scales(models, tmp_path):
     """An explicit --calibration-table replaces the model's scales (said in a note): the INT8
     types carry the table's scales."""
     from tests.test_cli_transform import tpu_xdsl
+    from tpu_xdsl.dialects.module import main_func, tensor_names
     from tpu_xdsl.dialects.quant_types import calibration_of
-    from tpu_xdsl.interp.runner import main_func, tensor_names
     from tpu_xdsl.ir_io import read_module
 
     done = tpu_xdsl("transform", "--model-def", str(models["qdq"]), "--model-name", "small", "-o", str(tmp_path / "small.mlir"))
@@ -418,7 +418,7 @@ def test_cli_calibration_table_overrides_the_model_scales(models, tmp_path):
 def test_outputs_keep_their_onnx_names(models, tag):
     """onnxruntime's quantized models end in `y_QuantizeLinear_Input` -> Q -> DQ -> `y`:
     the TOP value the DequantizeLinear passes on takes the name `y`."""
-    from tpu_xdsl.interp.runner import output_names
+    from tpu_xdsl.dialects.module import output_names
 
     result = import_onnx(models[tag])
     assert output_names(result.module) == ["y"]

@@ -25,9 +25,10 @@ from tpu_xdsl.backend.recurrent import RecurrentShape, plan_recurrent
 from tpu_xdsl.device.chip import chip_config
 from tpu_xdsl.device.isa import DmaLoad
 from tpu_xdsl.device.runtime import run_model
+from tpu_xdsl.dialects.module import input_names
 from tpu_xdsl.frontend.onnx_importer import import_onnx
 from tpu_xdsl.interp.compare import compare_tensors
-from tpu_xdsl.interp.runner import ModuleRunner, TensorCapture, input_names
+from tpu_xdsl.interp.runner import ModuleRunner, TensorCapture
 from tpu_xdsl.tools.tpu_xdsl import main
 from tpu_xdsl.transforms.lower_top_to_tpu import lower_top_to_tpu
 from tpu_xdsl.transforms.pipelines import canonicalize

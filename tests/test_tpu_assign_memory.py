@@ -18,8 +18,8 @@ from xdsl.dialects.builtin import (
     TensorType,
 )
 
+from tpu_xdsl.dialects.module import main_func, tensor_names
 from tpu_xdsl.errors import TpuXdslError
-from tpu_xdsl.interp.runner import main_func, tensor_names
 from tpu_xdsl.ir_io import parse_module
 from tpu_xdsl.kernels.dtypes import numpy_dtype
 from tpu_xdsl.transforms import tpu_assign_memory

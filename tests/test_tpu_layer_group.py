@@ -16,8 +16,9 @@ from tpu_xdsl.backend.codegen import CodegenError, codegen
 from tpu_xdsl.device.chip import chip_config
 from tpu_xdsl.device.runtime import run_model
 from tpu_xdsl.device.simulator import schedule
+from tpu_xdsl.dialects.module import main_func
 from tpu_xdsl.dialects.tpu import LgInfoAttr
-from tpu_xdsl.interp.runner import ModuleRunner, main_func
+from tpu_xdsl.interp.runner import ModuleRunner
 from tpu_xdsl.transforms.tpu_assign_memory import assign_memory
 from tpu_xdsl.transforms.tpu_layer_group import choose_dp, choose_greedy, layer_group
 from tpu_xdsl.weights import weights_of

@@ -53,13 +53,12 @@ from tpu_xdsl.device.isa import (
 )
 from tpu_xdsl.device.model_file import GroupDesc, IoDesc, TensorDesc, TpuModel
 from tpu_xdsl.dialects.attr_values import op_attrs, to_py
+from tpu_xdsl.dialects.module import is_none, main_func, tensor_names
 from tpu_xdsl.dialects.quant_types import qparams_of
 from tpu_xdsl.errors import TpuXdslError
-from tpu_xdsl.interp.runner import main_func, tensor_names
 from tpu_xdsl.kernels import ResultSpec, load_all
 from tpu_xdsl.kernels.dtypes import numpy_dtype
 from tpu_xdsl.kernels.quant import ChannelQParams
-from tpu_xdsl.transforms.matching import is_none
 from tpu_xdsl.weights import is_weight, weight_name, weights_of
 
 _REORDER = {

@@ -27,8 +27,8 @@ from tpu_xdsl.device import timing
 from tpu_xdsl.device.chip import ChipConfig
 from tpu_xdsl.device.isa import DTYPE_SIZES, Compute, dtype_name
 from tpu_xdsl.dialects.attr_values import op_attrs
+from tpu_xdsl.dialects.module import is_none
 from tpu_xdsl.kernels.dtypes import numpy_dtype
-from tpu_xdsl.transforms.matching import is_none
 
 # Attributes of the IR, not of the kernel.
 IR_ONLY_ATTRS = ("names", "ddr", "ginfo")

@@ -31,8 +31,9 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.interpreter import Interpreter
 from xdsl.ir import Operation, SSAValue
 
+from tpu_xdsl.dialects.module import main_func, tensor_names
 from tpu_xdsl.errors import TpuXdslError
-from tpu_xdsl.interp.runner import ModuleRunner, TensorCapture, main_func, tensor_names
+from tpu_xdsl.interp.runner import ModuleRunner, TensorCapture
 
 # A mean over fewer samples mostly measures those samples.
 MIN_SAMPLES = 4

@@ -130,7 +130,7 @@ class Dataset:
 
 
 def input_shapes(module: ModuleOp) -> list[tuple[int, ...]]:
-    from tpu_xdsl.interp.runner import main_func
+    from tpu_xdsl.dialects.module import main_func
 
     return [tuple(t.get_shape()) for t in main_func(module).function_type.inputs.data]  # type: ignore[attr-defined]
 
@@ -143,11 +143,8 @@ class SampleLoader:
         self.preprocess = Preprocess.from_module(module) or Preprocess()
 
     def load(self, path: Path) -> dict[str, np.ndarray]:
-        from tpu_xdsl.interp.runner import (
-            InputMismatchError,
-            arrange_inputs,
-            input_names,
-        )
+        from tpu_xdsl.dialects.module import input_names
+        from tpu_xdsl.interp.runner import InputMismatchError, arrange_inputs
         from tpu_xdsl.tools.tpu_xdsl import load_inputs
 
         try:

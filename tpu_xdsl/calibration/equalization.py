@@ -32,7 +32,7 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
 
-from tpu_xdsl.interp.runner import main_func, tensor_names
+from tpu_xdsl.dialects.module import main_func, tensor_names
 from tpu_xdsl.weights import is_weight, weight_name, weights_of
 
 # Ops between the two convs that commute with a positive per-channel scale.

@@ -79,8 +79,8 @@ def needs_asymmetric(calibrations: Iterable[Calibration]) -> bool:
 
 def module_needs_asymmetric(module) -> bool:
     """`needs_asymmetric` over every calibrated tensor of @main of a TOP module."""
+    from tpu_xdsl.dialects.module import main_func
     from tpu_xdsl.dialects.quant_types import calibration_of
-    from tpu_xdsl.interp.runner import main_func
 
     found = (calibration_of(r.type) for op in main_func(module).body.block.ops for r in op.results)
     return needs_asymmetric(c for c in found if c is not None)
@@ -101,8 +101,8 @@ def model_float_ops(module) -> list[str]:
     a BatchNorm kept apart from its conv (`top.scale`): onnxruntime computes it in float
     between its codes, and INT8's int32 bias steps would move a few codes that a BatchNorm's
     large gains amplify further on."""
+    from tpu_xdsl.dialects.module import main_func, tensor_names
     from tpu_xdsl.dialects.quant_types import FLOAT_TYPES, calibration_of
-    from tpu_xdsl.interp.runner import main_func, tensor_names
 
     def unscaled(value) -> bool:
         t = value.type

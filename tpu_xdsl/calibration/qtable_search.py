@@ -201,12 +201,8 @@ class _MemoizedRun:
     def __init__(self, module, store):
         from xdsl.interpreter import Interpreter
 
-        from tpu_xdsl.interp.runner import (
-            ModuleRunner,
-            arrange_inputs,
-            main_func,
-            output_names,
-        )
+        from tpu_xdsl.dialects.module import main_func, output_names
+        from tpu_xdsl.interp.runner import ModuleRunner, arrange_inputs
 
         self.module = module
         self.block = main_func(module).body.block
@@ -299,7 +295,7 @@ def cosine(reference: np.ndarray, actual: np.ndarray) -> float:
 def candidates(module, chip: str) -> list[Candidate]:
     """The ops an all-INT8 lowering computes in INT8, in program order, less data movement."""
     from tpu_xdsl.backend.codegen import op_macs
-    from tpu_xdsl.interp.runner import main_func, tensor_names
+    from tpu_xdsl.dialects.module import main_func, tensor_names
 
     found = []
     for op in main_func(module).body.block.ops:

@@ -32,7 +32,7 @@ from xdsl.interpreter import Interpreter, PythonValues
 from xdsl.ir import Operation, SSAValue
 
 from tpu_xdsl.dialects.attr_values import to_py
-from tpu_xdsl.interp.runner import tensor_names
+from tpu_xdsl.dialects.module import tensor_names
 
 SKIPPED_OPS = ("top.weight", "top.none")
 # Ranks that have a channel axis (per-channel ranges are kept for these).

@@ -38,7 +38,8 @@ from xdsl.interpreter import (
 )
 from xdsl.ir import Operation, SSAValue
 
-from tpu_xdsl.interp.runner import ModuleRunner, main_func, tensor_names
+from tpu_xdsl.dialects.module import main_func, tensor_names
+from tpu_xdsl.interp.runner import ModuleRunner
 from tpu_xdsl.kernels.quant import activation_qparams
 
 SEARCH_SAMPLES = 8

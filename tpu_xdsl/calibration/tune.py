@@ -26,7 +26,8 @@ from xdsl.interpreter import (
 )
 from xdsl.ir import Operation
 
-from tpu_xdsl.interp.runner import ModuleRunner, arrange_inputs, tensor_names
+from tpu_xdsl.dialects.module import tensor_names
+from tpu_xdsl.interp.runner import ModuleRunner, arrange_inputs
 
 TUNE_SAMPLES = 5
 

@@ -6,12 +6,12 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 import numpy as np
-from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.interpreter import Interpreter, PythonValues
 from xdsl.interpreters.func import FuncFunctions
 from xdsl.ir import Operation
 
+from tpu_xdsl.dialects.module import input_names, main_func, output_names, tensor_names
 from tpu_xdsl.errors import TpuXdslError
 from tpu_xdsl.feeds import in_input_order
 from tpu_xdsl.kernels.quant import ChannelQParams, QParams
@@ -19,14 +19,6 @@ from tpu_xdsl.kernels.quant import ChannelQParams, QParams
 
 class InputMismatchError(TpuXdslError):
     """Inputs given to a run do not match the model's inputs."""
-
-
-def tensor_names(op: Operation) -> list[str]:
-    """The tensor names of an op's results ("names" attribute), or [] when unnamed."""
-    names = op.attributes.get("names")
-    if names is None:
-        return []
-    return [n.data for n in names.data if isinstance(n, StringAttr)]  # type: ignore[union-attr]
 
 
 class TensorCapture(Interpreter.Listener):
@@ -42,45 +34,6 @@ class TensorCapture(Interpreter.Listener):
         for name, value in zip(tensor_names(op), results):
             if value is not None and self.keep(name):
                 self.tensors[name] = np.asarray(value)
-
-
-def main_func(module: ModuleOp) -> func.FuncOp:
-    for op in module.ops:
-        if isinstance(op, func.FuncOp) and op.sym_name.data == "main":
-            return op
-    raise TpuXdslError("the module has no func.func @main")
-
-
-def input_ops(module: ModuleOp) -> list[Operation]:
-    """The `top.input` ops in argument order."""
-    main = main_func(module)
-    by_arg = {}
-    for op in main.body.block.ops:
-        if op.name == "top.input":
-            by_arg[main.body.block.args.index(op.operands[0])] = op
-    return [by_arg[i] for i in sorted(by_arg)]
-
-
-def input_names(module: ModuleOp) -> list[str]:
-    main = main_func(module)
-    names = {}
-    for op in input_ops(module):
-        arg = main.body.block.args.index(op.operands[0])
-        names[arg] = (tensor_names(op) or [f"input{arg}"])[0]
-    return [names.get(i, f"input{i}") for i in range(len(main.body.block.args))]
-
-
-def output_names(module: ModuleOp) -> list[str]:
-    main = main_func(module)
-    ret = main.body.block.last_op
-    assert ret is not None
-    names = []
-    for i, value in enumerate(ret.operands):
-        owner = value.owner
-        owned = tensor_names(owner) if isinstance(owner, Operation) else []
-        index = value.index if hasattr(value, "index") else 0
-        names.append(owned[index] if index < len(owned) else f"output{i}")
-    return names
 
 
 def arrange_inputs(module: ModuleOp, inputs: Mapping[str, np.ndarray]) -> list[np.ndarray]:

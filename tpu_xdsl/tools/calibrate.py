@@ -202,7 +202,7 @@ def _progress(description: str, total: int):
 
 def run(args: argparse.Namespace) -> int:
     from tpu_xdsl.calibration.dataset import Dataset
-    from tpu_xdsl.interp.runner import main_func
+    from tpu_xdsl.dialects.module import main_func
 
     check_args(args)
     module = read_top_module(args.model)

@@ -106,7 +106,7 @@ class Point:
 
 def module_points(module) -> tuple[list, list[Point]]:
     """The ops of @main that run, nested ones (layer groups) included, in execution order."""
-    from tpu_xdsl.interp.runner import main_func, tensor_names
+    from tpu_xdsl.dialects.module import main_func, tensor_names
 
     ops = [op for op in main_func(module).walk() if op.name not in SILENT_OPS]
     index = {id(op): i for i, op in enumerate(ops)}
@@ -177,7 +177,8 @@ class InterpreterCursor:
     def _work(self) -> None:
         from xdsl.interpreter import Interpreter
 
-        from tpu_xdsl.interp.runner import ModuleRunner, tensor_names
+        from tpu_xdsl.dialects.module import tensor_names
+        from tpu_xdsl.interp.runner import ModuleRunner
 
         cursor = self
 

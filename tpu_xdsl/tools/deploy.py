@@ -86,7 +86,7 @@ def _as_the_model_holds(module, reference: dict, asymmetric: bool, quant_input: 
     """TOP's tensors of a pre-quantized model rounded to the model's own scales where it
     quantizes them, the reference its INT8 stage is compared with. Inputs stay float on
     the TPU (and so in the reference) unless --quant-input makes them INT8."""
-    from tpu_xdsl.interp.runner import main_func, tensor_names
+    from tpu_xdsl.dialects.module import main_func, tensor_names
     from tpu_xdsl.interp.top_interpreter import ModelRounding
 
     rounding = ModelRounding(asymmetric)
@@ -126,16 +126,14 @@ def deploy(args: argparse.Namespace) -> int:
     from tpu_xdsl.calibration.model_scales import is_model_calibrated
     from tpu_xdsl.calibration.table import read_table
     from tpu_xdsl.device.chip import check_mode, chip_config
+    from tpu_xdsl.dialects.module import input_names, main_func, tensor_names
     from tpu_xdsl.interp.compare import Tolerance, compare_all, format_table, summarize
     from tpu_xdsl.interp.runner import (
         InputMismatchError,
         ModuleRunner,
         TensorCapture,
         arrange_inputs,
-        input_names,
-        main_func,
         real_values,
-        tensor_names,
     )
     from tpu_xdsl.ir_io import save_module
     from tpu_xdsl.tools.tpu_xdsl import UsageError, load_inputs

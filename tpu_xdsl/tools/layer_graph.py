@@ -47,7 +47,7 @@ def module_graph(module, label: str) -> LayerGraph:
     ops (tpu.load, tpu.store) and out of tpu.group regions to the op that made the value."""
     from xdsl.ir import Operation
 
-    from tpu_xdsl.interp.runner import main_func, tensor_names
+    from tpu_xdsl.dialects.module import main_func, tensor_names
 
     layers: list[Layer] = []
     edges: list[tuple[int, int, str]] = []
@@ -82,7 +82,7 @@ def module_graph(module, label: str) -> LayerGraph:
 
 def module_groups(module) -> list[tuple[str, tuple[str, ...]]]:
     """The tpu.group ops of a TPU module: name and member tensor names, in program order."""
-    from tpu_xdsl.interp.runner import main_func, tensor_names
+    from tpu_xdsl.dialects.module import main_func, tensor_names
 
     groups = []
     for op in main_func(module).walk():

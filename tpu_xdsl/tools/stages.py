@@ -70,7 +70,7 @@ class Stage:
             return [i.name for i in model_inputs(self.handle)]
         if self.kind == "device":
             return [d.name for d in self.handle.inputs]
-        from tpu_xdsl.interp.runner import input_names
+        from tpu_xdsl.dialects.module import input_names
 
         return input_names(self.handle)
 
@@ -85,7 +85,7 @@ class Stage:
             }
         if self.kind == "device":
             return {d.name: tuple(d.shape) for d in self.handle.inputs}
-        from tpu_xdsl.interp.runner import main_func
+        from tpu_xdsl.dialects.module import main_func
 
         types = main_func(self.handle).function_type.inputs.data
         return {
@@ -133,7 +133,7 @@ class Stage:
                     f"{len(model.groups)} layer groups)")
         if self.kind == "onnx":
             return f"{self.label}: {self.path.name} ({len(self.handle.graph.node)} nodes, run by onnxruntime)"
-        from tpu_xdsl.interp.runner import main_func
+        from tpu_xdsl.dialects.module import main_func
 
         ops = sum(1 for op in main_func(self.handle).walk() if op.name not in SILENT_OPS)
         return f"{self.label}: {self.path.name} ({ops} ops, run by the xDSL interpreter)"

@@ -46,8 +46,8 @@ def parse_input_shapes(text: str | None) -> list[list[int]] | None:
 def load_inputs(path: str, module, preprocess=None) -> dict:
     """Model inputs from an .npz (by input name), an .npy (single input), or an image
     (through `preprocess`, or the one the module records)."""
+    from tpu_xdsl.dialects.module import input_names, main_func
     from tpu_xdsl.frontend.preprocess import Preprocess
-    from tpu_xdsl.interp.runner import input_names, main_func
 
     def image(file: Path):
         pre = preprocess or Preprocess.from_module(module) or Preprocess()

@@ -25,9 +25,9 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
 from tpu_xdsl.calibration.table import CalibrationTable, read_table
+from tpu_xdsl.dialects.module import main_func, tensor_names
 from tpu_xdsl.dialects.quant_types import FLOAT_TYPES, Calibration, calibrated_type
 from tpu_xdsl.errors import TpuXdslError
-from tpu_xdsl.interp.runner import main_func, tensor_names
 from tpu_xdsl.transforms.matching import sync_function_type
 from tpu_xdsl.weights import weights_of
 

@@ -45,13 +45,13 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from tpu_xdsl.calibration.model_scales import is_model_calibrated, model_float_ops
 from tpu_xdsl.device.chip import check_mode, chip_config
+from tpu_xdsl.dialects.module import input_ops, main_func, tensor_names
 from tpu_xdsl.dialects.quant_types import (
     calibration_of,
     is_quantized,
     qparams_of,
     quantized_type,
 )
-from tpu_xdsl.interp.runner import input_ops, main_func, tensor_names
 from tpu_xdsl.kernels.dtypes import element_type, numpy_dtype
 from tpu_xdsl.kernels.quant import activation_qparams
 from tpu_xdsl.transforms.lowering.context import (

@@ -13,7 +13,6 @@ from xdsl.dialects.builtin import (
     ArrayAttr,
     FunctionType,
     ModuleOp,
-    StringAttr,
     TensorType,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
@@ -22,12 +21,6 @@ from xdsl.pattern_rewriter import PatternRewriter
 from tpu_xdsl.dialects import op_class
 from tpu_xdsl.dialects.attr_values import from_py, to_py
 from tpu_xdsl.weights import WeightFileError, weight_name, weights_of
-
-
-def is_none(value: SSAValue) -> bool:
-    """Whether `value` is an absent operand (the result of a `top.none`)."""
-    owner = value.owner
-    return isinstance(owner, Operation) and owner.name == "top.none"
 
 
 def producer(value: SSAValue, *kinds: str) -> Operation | None:
@@ -108,19 +101,6 @@ def attr(op: Operation, name: str, default: Any = None) -> Any:
 def has_fused_relu(op: Operation) -> bool:
     """Whether `op` applies a ReLU to its result (`do_relu`)."""
     return bool(attr(op, "do_relu", False))
-
-
-def names_of(op: Operation) -> ArrayAttr | None:
-    names = op.attributes.get("names")
-    return names if isinstance(names, ArrayAttr) else None
-
-
-def tensor_name(op: Operation, fallback: str = "tensor") -> str:
-    """The tensor name of the op's first result (the base of names derived from it)."""
-    names = names_of(op)
-    if names is None or not names.data or not isinstance(names.data[0], StringAttr):
-        return fallback
-    return names.data[0].data
 
 
 def build(

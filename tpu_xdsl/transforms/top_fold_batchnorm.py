@@ -21,16 +21,15 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
 )
 
+from tpu_xdsl.dialects.module import names_of, tensor_name
 from tpu_xdsl.dialects.quant_types import calibration_of
 from tpu_xdsl.transforms.matching import (
     attr,
     build,
     constant,
-    names_of,
     producer,
     replace_with,
     shape,
-    tensor_name,
 )
 from tpu_xdsl.weights import create_weight
 

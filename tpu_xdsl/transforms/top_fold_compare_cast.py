@@ -15,8 +15,9 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
 
+from tpu_xdsl.dialects.module import names_of
 from tpu_xdsl.kernels.dtypes import numpy_dtype
-from tpu_xdsl.transforms.matching import attr, build, names_of, producer, replace_with
+from tpu_xdsl.transforms.matching import attr, build, producer, replace_with
 
 
 class FoldCompareIntoCast(RewritePattern):

@@ -18,12 +18,12 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
 
+from tpu_xdsl.dialects.module import names_of
 from tpu_xdsl.transforms.matching import (
     attr,
     build,
     close,
     has_fused_relu,
-    names_of,
     other_operand,
     producer,
     replace_with,

@@ -18,7 +18,8 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
 )
 
-from tpu_xdsl.transforms.matching import build, names_of, producer, replace_with, shape
+from tpu_xdsl.dialects.module import names_of
+from tpu_xdsl.transforms.matching import build, producer, replace_with, shape
 
 _RESHAPES = ("reshape", "squeeze", "unsqueeze", "flatten")
 

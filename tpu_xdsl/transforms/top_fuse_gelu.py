@@ -15,11 +15,11 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
 
+from tpu_xdsl.dialects.module import names_of
 from tpu_xdsl.transforms.matching import (
     build,
     close,
     has_fused_relu,
-    names_of,
     producer,
     replace_with,
     scalar,

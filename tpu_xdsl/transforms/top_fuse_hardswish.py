@@ -13,12 +13,12 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
 
+from tpu_xdsl.dialects.module import names_of
 from tpu_xdsl.transforms.matching import (
     attr,
     build,
     close,
     has_fused_relu,
-    names_of,
     producer,
     replace_with,
     scalar,

@@ -28,19 +28,18 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.rewriter import InsertPoint
 
+from tpu_xdsl.dialects.module import names_of, tensor_name
 from tpu_xdsl.transforms.matching import (
     attr,
     build,
     close,
     constant,
     has_fused_relu,
-    names_of,
     other_operand,
     producer,
     replace_with,
     scalar,
     shape,
-    tensor_name,
 )
 from tpu_xdsl.weights import create_weight
 

@@ -11,7 +11,8 @@ from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
 
 from tpu_xdsl.dialects.attr_values import from_py
-from tpu_xdsl.transforms.matching import attr, names_of
+from tpu_xdsl.dialects.module import names_of
+from tpu_xdsl.transforms.matching import attr
 
 # Ops with a fused ReLU clipped at `relu_limit` (see irdl/top.irdl).
 _LIMITED = ("conv", "deconv", "matmul", "add", "sub", "mul", "scale", "max_pool", "avg_pool")

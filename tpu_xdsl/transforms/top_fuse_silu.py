@@ -8,13 +8,8 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
 
-from tpu_xdsl.transforms.matching import (
-    build,
-    has_fused_relu,
-    names_of,
-    producer,
-    replace_with,
-)
+from tpu_xdsl.dialects.module import names_of
+from tpu_xdsl.transforms.matching import build, has_fused_relu, producer, replace_with
 
 
 class FuseSilu(RewritePattern):

@@ -53,8 +53,8 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from tpu_xdsl.device.chip import chip_config
+from tpu_xdsl.dialects.module import main_func, tensor_names
 from tpu_xdsl.errors import TpuXdslError
-from tpu_xdsl.interp.runner import main_func, tensor_names
 from tpu_xdsl.kernels.dtypes import numpy_dtype
 from tpu_xdsl.transforms.lower_top_to_tpu import LOWERED_STATE, lowered_chip
 from tpu_xdsl.transforms.tpu_layer_group import GROUPED_STATE

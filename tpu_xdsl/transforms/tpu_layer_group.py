@@ -48,11 +48,10 @@ from tpu_xdsl.backend import groups
 from tpu_xdsl.backend.group_plan import GroupPlan, GroupPlanner
 from tpu_xdsl.device.chip import chip_config
 from tpu_xdsl.dialects import op_class
+from tpu_xdsl.dialects.module import is_none, main_func, tensor_names
 from tpu_xdsl.dialects.tpu import LgInfoAttr
 from tpu_xdsl.errors import TpuXdslError
-from tpu_xdsl.interp.runner import main_func, tensor_names
 from tpu_xdsl.transforms.lower_top_to_tpu import LOWERED_STATE, lowered_chip
-from tpu_xdsl.transforms.matching import is_none
 from tpu_xdsl.weights import is_weight
 
 GROUPED_STATE = "TPU_GROUPED"

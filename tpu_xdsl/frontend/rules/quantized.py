@@ -127,8 +127,8 @@ def quantization(importer: OnnxImporter) -> ModelQuantization:
 def attach_model_scales(importer: OnnxImporter, module: ModuleOp) -> None:
     """Give every tensor of @main with a model scale its calibrated type; mark the module
     calibrated by the model. Prints the notes of the import."""
+    from tpu_xdsl.dialects.module import main_func
     from tpu_xdsl.dialects.quant_types import FLOAT_TYPES, calibrated_type
-    from tpu_xdsl.interp.runner import main_func
     from tpu_xdsl.transforms.matching import sync_function_type
 
     found = importer.__dict__.get("quantization")
@@ -190,7 +190,7 @@ def _name_passed_on_outputs(importer: OnnxImporter, main) -> None:
     from xdsl.dialects.builtin import ArrayAttr
     from xdsl.ir import Operation
 
-    from tpu_xdsl.interp.runner import tensor_names
+    from tpu_xdsl.dialects.module import tensor_names
 
     passing = {"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear"}
     producers = {out: node for node in importer.model.graph.node for out in node.output if out}

@@ -27,6 +27,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from tpu_xdsl.device.chip import ChipConfig
 from tpu_xdsl.dialects import op_class
+from tpu_xdsl.dialects.module import tensor_names
 from tpu_xdsl.dialects.quant_types import (
     FLOAT_TYPES,
     Calibration,
@@ -36,7 +37,6 @@ from tpu_xdsl.dialects.quant_types import (
     quantized_type,
 )
 from tpu_xdsl.errors import TpuXdslError
-from tpu_xdsl.interp.runner import tensor_names
 from tpu_xdsl.kernels.dtypes import element_type, numpy_dtype
 from tpu_xdsl.kernels.quant import (
     ChannelQParams,
@@ -397,6 +397,6 @@ def _no_encoding() -> Attribute:
 
 
 def main_block(module: ModuleOp) -> Block:
-    from tpu_xdsl.interp.runner import main_func
+    from tpu_xdsl.dialects.module import main_func
 
     return main_func(module).body.block

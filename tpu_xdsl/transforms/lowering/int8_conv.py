@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 from xdsl.ir import Operation, SSAValue
 
+from tpu_xdsl.dialects.module import is_none
 from tpu_xdsl.dialects.quant_types import calibration_of
 from tpu_xdsl.kernels.quant import (
     QParams,
@@ -44,7 +45,7 @@ from tpu_xdsl.transforms.lowering.int8_common import (
     requant_attrs,
     zero_point_attrs,
 )
-from tpu_xdsl.transforms.matching import attr, is_none, shape
+from tpu_xdsl.transforms.matching import attr, shape
 
 # Weight scales are at least |bias| / 2^30: the int32 bias then leaves room for the sum.
 _BIAS_LIMIT = float(1 << 30)
