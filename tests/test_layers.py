@@ -68,3 +68,13 @@ def test_the_device_model_imports_neither_xdsl_nor_the_interpreters():
         bad = [m for m in names if m == "xdsl" or m.startswith(("xdsl.", "tpu_xdsl.interp"))]
         assert not bad, f"{path.relative_to(PACKAGE.parent)} (reached from device/) imports {bad}"
     assert PACKAGE / "kernels" / "int8.py" in closure  # the kernels it shares with the interpreter
+
+
+def test_only_the_cli_imports_the_cli():
+    """`tpu_xdsl/tools/` is the commands: no library module imports it (errors, input
+    loaders and IR queries live below it)."""
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.is_relative_to(PACKAGE / "tools"):
+            continue
+        cli = [m for m in imports(path) if m.startswith("tpu_xdsl.tools")]
+        assert not cli, f"{path.relative_to(PACKAGE.parent)} imports {cli}"

@@ -20,3 +20,7 @@ class TpuXdslError(Exception):
 
 class IrdlLoadError(TpuXdslError):
     """An IRDL file could not be turned into an xDSL dialect."""
+
+
+class UsageError(TpuXdslError):
+    """A flag value is malformed."""

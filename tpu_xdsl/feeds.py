@@ -1,13 +1,21 @@
-"""Inputs a user gives, matched to a model's inputs (shared by the interpreter and the
-device runtime; no xDSL here)."""
+"""Inputs a user gives, read from their files and matched to a model's inputs (shared by
+the interpreter and the device runtime; no xDSL here)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import zipfile
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 
 import numpy as np
 
-from tpu_xdsl.errors import TpuXdslError
+from tpu_xdsl.errors import TpuXdslError, UsageError
+
+IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm", ".pgm"}
+
+
+def is_image(path: str | Path) -> bool:
+    return Path(path).suffix.lower() in IMAGE_SUFFIXES
 
 
 def in_input_order(
@@ -24,3 +32,22 @@ def in_input_order(
             f"(given: {', '.join(inputs) or 'none'})"
         )
     return [inputs[n] for n in names]
+
+
+def read_input_file(path: str, names: list[str], image: Callable[[Path], np.ndarray | None]) -> dict:
+    """Arrays by input name from an .npz, an .npy (the first input), or an image file that
+    `image(file)` turns into the single input."""
+    file = Path(path)
+    if not file.is_file():
+        raise UsageError(f"{path}: no such input file")
+    if is_image(file):
+        if len(names) != 1:
+            raise UsageError(f"{path}: an image can feed a single-input model; this one has {len(names)} inputs")
+        return {names[0]: image(file)}
+    try:
+        if file.suffix == ".npy":
+            return {names[0]: np.load(file, allow_pickle=False)}
+        with np.load(file, allow_pickle=False) as npz:
+            return {k: npz[k] for k in npz.files}
+    except (OSError, ValueError, zipfile.BadZipFile) as e:
+        raise UsageError(f"{path}: cannot read inputs ({e}); give an .npz, .npy or image file") from e

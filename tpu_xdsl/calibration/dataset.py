@@ -21,12 +21,8 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
 from tpu_xdsl.errors import TpuXdslError
-from tpu_xdsl.frontend.preprocess import (
-    IMAGE_SUFFIXES,
-    Preprocess,
-    PreprocessError,
-    is_image,
-)
+from tpu_xdsl.feeds import IMAGE_SUFFIXES, is_image
+from tpu_xdsl.frontend.preprocess import Preprocess, PreprocessError
 
 ARRAY_SUFFIXES = (".npz", ".npy")
 KINDS = "images (" + "/".join(sorted(s.lstrip(".") for s in IMAGE_SUFFIXES)) + ") or .npz/.npy files"
@@ -144,8 +140,8 @@ class SampleLoader:
 
     def load(self, path: Path) -> dict[str, np.ndarray]:
         from tpu_xdsl.dialects.module import input_names
+        from tpu_xdsl.frontend.preprocess import load_inputs
         from tpu_xdsl.interp.runner import InputMismatchError, arrange_inputs
-        from tpu_xdsl.tools.tpu_xdsl import load_inputs
 
         try:
             given = load_inputs(str(path), self.module, self.preprocess)

@@ -18,8 +18,8 @@ from xdsl.dialects.builtin import DictionaryAttr, ModuleOp
 
 from tpu_xdsl.dialects.attr_values import from_py, to_py
 from tpu_xdsl.errors import TpuXdslError
+from tpu_xdsl.feeds import read_input_file
 
-IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm", ".pgm"}
 PIXEL_FORMATS = ("rgb", "bgr", "gray")
 CHANNEL_FORMATS = ("nchw", "nhwc")
 
@@ -164,5 +164,14 @@ def parse_ints(text: str | None, flag: str) -> list[int] | None:
         raise PreprocessError(f"{flag} {text!r}: give comma-separated integers, e.g. 256,256") from e
 
 
-def is_image(path: str | Path) -> bool:
-    return Path(path).suffix.lower() in IMAGE_SUFFIXES
+def load_inputs(path: str, module, preprocess=None) -> dict:
+    """Model inputs from an .npz (by input name), an .npy (single input), or an image
+    (through `preprocess`, or the one the module records)."""
+    from tpu_xdsl.dialects.module import input_names, main_func
+
+    def image(file: Path):
+        pre = preprocess or Preprocess.from_module(module) or Preprocess()
+        shape = main_func(module).function_type.inputs.data[0].get_shape()  # type: ignore[attr-defined]
+        return pre.load_image(file, shape)
+
+    return read_input_file(path, input_names(module), image)

@@ -917,7 +917,7 @@ def _interactive(debugger: Debugger) -> None:
 
 
 def debug(args: argparse.Namespace) -> int:
-    from tpu_xdsl.tools.tpu_xdsl import UsageError
+    from tpu_xdsl.errors import UsageError
 
     stages = load_stages(args.stages)
     tolerance = Tolerance.parse(args.tolerance) if args.tolerance else None

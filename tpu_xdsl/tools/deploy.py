@@ -74,8 +74,8 @@ def _needs_int8(mode: str, qtable: str | None) -> bool:
 
 def _read_top_module(path: str):
     """The TOP module at `path`; a missing file is a one-line error (read_module reports the rest)."""
+    from tpu_xdsl.errors import UsageError
     from tpu_xdsl.ir_io import read_module
-    from tpu_xdsl.tools.tpu_xdsl import UsageError
 
     if not Path(path).is_file():
         raise UsageError(f"{path}: no such file; give the TOP .mlir that tpu-xdsl transform wrote")
@@ -104,7 +104,7 @@ def _read_reference(path: str, tensor_names: set[str]) -> dict:
     """The TOP tensors of `transform --test-result`; they must name tensors of this module."""
     import numpy as np
 
-    from tpu_xdsl.tools.tpu_xdsl import UsageError
+    from tpu_xdsl.errors import UsageError
 
     what = "give the .npz that 'tpu-xdsl transform --test-result' wrote for this model"
     if not Path(path).is_file():
@@ -127,6 +127,8 @@ def deploy(args: argparse.Namespace) -> int:
     from tpu_xdsl.calibration.table import read_table
     from tpu_xdsl.device.chip import check_mode, chip_config
     from tpu_xdsl.dialects.module import input_names, main_func, tensor_names
+    from tpu_xdsl.errors import UsageError
+    from tpu_xdsl.frontend.preprocess import load_inputs
     from tpu_xdsl.interp.compare import Tolerance, compare_all, format_table, summarize
     from tpu_xdsl.interp.runner import (
         InputMismatchError,
@@ -136,7 +138,6 @@ def deploy(args: argparse.Namespace) -> int:
         real_values,
     )
     from tpu_xdsl.ir_io import save_module
-    from tpu_xdsl.tools.tpu_xdsl import UsageError, load_inputs
     from tpu_xdsl.transforms.import_calibration import (
         CALIBRATED_STATE,
         import_calibration,

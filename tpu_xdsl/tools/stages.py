@@ -210,7 +210,9 @@ def reference_of(stages: Sequence[Stage], stage: Stage) -> Stage | None:
 def read_feeds(path: str, stages: Sequence[Stage]) -> dict[str, np.ndarray]:
     """The input of a session from an .npz, .npy or image, read through the first stage
     that knows the model's preprocessing (a .mlir or .tpumodel), else by ONNX input name."""
-    from tpu_xdsl.tools.tpu_xdsl import load_device_inputs, load_inputs, read_input_file
+    from tpu_xdsl.feeds import read_input_file
+    from tpu_xdsl.frontend.preprocess import load_inputs
+    from tpu_xdsl.tools.run import load_device_inputs
 
     for stage in stages:
         if stage.kind in ("top", "tpu"):
