@@ -29,14 +29,14 @@ from tests.test_cli_device import compiled  # noqa: F401  (the fixture)
 from tests.test_cli_int8_errors import assert_fails_cleanly, run
 from tpu_xdsl.device.runtime import LoadedModel, profile_rows
 from tpu_xdsl.dialects.module import main_func, tensor_names
-from tpu_xdsl.interp.compare import compare_all
-from tpu_xdsl.tools import report_page
-from tpu_xdsl.tools.stages import (
+from tpu_xdsl.inspect.stages import (
     align_feeds,
     default_tolerance,
     load_stages,
     read_feeds,
 )
+from tpu_xdsl.interp.compare import compare_all
+from tpu_xdsl.tools import report_page
 
 # -- the page as a tree ---------------------------------------------------------------------
 
@@ -505,7 +505,7 @@ def check_layout(nodes: list, edges: list, layout) -> None:
 
 
 def test_layered_layout_routes_long_edges_between_layers():
-    from tpu_xdsl.tools.layered_layout import layered_layout
+    from tpu_xdsl.inspect.layered_layout import layered_layout
 
     nodes = ["in", "a", "b", "c", "add", "out"]
     edges = [("in", "a"), ("a", "b"), ("b", "c"), ("c", "add"), ("in", "add"), ("add", "out")]
@@ -520,7 +520,7 @@ def test_layered_layout_of_a_large_model_is_fast():
     import random
     import time
 
-    from tpu_xdsl.tools.layered_layout import layered_layout
+    from tpu_xdsl.inspect.layered_layout import layered_layout
 
     rng = random.Random(0)
     nodes = list(range(500))

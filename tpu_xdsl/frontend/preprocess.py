@@ -175,3 +175,14 @@ def load_inputs(path: str, module, preprocess=None) -> dict:
         return pre.load_image(file, shape)
 
     return read_input_file(path, input_names(module), image)
+
+
+def load_device_inputs(path: str, model) -> dict:
+    """Inputs of a compiled model (a TpuModel) from an .npz, an .npy or an image (through
+    the preprocessing the model recorded)."""
+
+    def image(file: Path):
+        pre = Preprocess.from_dict(model.preprocess) if model.preprocess else Preprocess()
+        return pre.load_image(file, model.inputs[0].shape)
+
+    return read_input_file(path, [d.name for d in model.inputs], image)

@@ -12,6 +12,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+# What each stage must reach against the one before it (shared by deploy and the inspection
+# tools). Stricter than TPU-MLIR's public defaults (0.99,0.90 and 0.90,0.80).
+DEFAULT_TOLERANCE = {"F32": "0.99,0.99", "F16": "0.99,0.95", "BF16": "0.99,0.95", "INT8": "0.95,0.85"}
+
+# The device must reproduce the TPU interpreter: integer tensors bit for bit, float tensors
+# to this cosine (they are equal as well: the float GEMM kernels sum in float64, so a
+# slice rounds as the whole tensor does; kernels.tpu.SUMS_IN_FLOAT64).
+DEVICE_FLOAT_COSINE = 0.99999
+
 
 @dataclass(frozen=True)
 class Tolerance:

@@ -33,13 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from tpu_xdsl.errors import TpuXdslError
-from tpu_xdsl.interp.compare import (
-    Tolerance,
-    compare_all,
-    compare_tensors,
-    format_table,
-)
-from tpu_xdsl.tools.stages import (
+from tpu_xdsl.inspect.stages import (
     SILENT_OPS,
     Stage,
     align_feeds,
@@ -48,6 +42,12 @@ from tpu_xdsl.tools.stages import (
     load_stages,
     read_feeds,
     reference_of,
+)
+from tpu_xdsl.interp.compare import (
+    Tolerance,
+    compare_all,
+    compare_tensors,
+    format_table,
 )
 
 PROMPT = "(tdb) "

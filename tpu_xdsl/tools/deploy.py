@@ -21,9 +21,7 @@ import sys
 from pathlib import Path
 
 from tpu_xdsl.errors import TpuXdslError
-
-# Stricter than TPU-MLIR's public defaults (0.99,0.90 and 0.90,0.80).
-DEFAULT_TOLERANCE = {"F32": "0.99,0.99", "F16": "0.99,0.95", "BF16": "0.99,0.95", "INT8": "0.95,0.85"}
+from tpu_xdsl.interp.compare import DEFAULT_TOLERANCE, DEVICE_FLOAT_COSINE
 
 
 def add_parser(subparsers) -> None:
@@ -290,12 +288,6 @@ def _compile(module, group: bool = True, opt: int = 2):
     plan = assign_memory(module)
     print(f"note: {plan.summary()}")
     return codegen(module)
-
-
-# The device must reproduce the TPU interpreter: integer tensors bit for bit, float tensors
-# to this cosine (they are equal as well: the float GEMM kernels sum in float64, so a
-# slice rounds as the whole tensor does; kernels.tpu.SUMS_IN_FLOAT64).
-DEVICE_FLOAT_COSINE = 0.99999
 
 
 def _check_device(model, feeds, tpu_tensors) -> bool:

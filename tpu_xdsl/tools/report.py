@@ -3,7 +3,7 @@
     tpu-xdsl report STAGE_FILE... --input FILE -o report.html [--tolerance C,E]
 
 STAGE_FILE is any of the model's stages (`.onnx`, TOP `.mlir`, TPU `.mlir`,
-`.tpumodel`; `tools.stages` loads and runs them). The page shows:
+`.tpumodel`; `inspect.stages` loads and runs them). The page shows:
 
 - a header: model, chip, mode, input, the stages, one summary line per pair of
   neighbouring stages, the simulated cycles against the roofline;
@@ -32,9 +32,9 @@ from pathlib import Path
 import numpy as np
 
 from tpu_xdsl.errors import TpuXdslError
+from tpu_xdsl.inspect.stages import Stage
 from tpu_xdsl.interp.compare import TensorComparison, Tolerance
 from tpu_xdsl.tools.report_page import DeviceRun
-from tpu_xdsl.tools.stages import Stage
 
 
 class ReportError(TpuXdslError):
@@ -81,8 +81,8 @@ class StagePair:
 def compare_stages(
     stages: Sequence[Stage], results: Mapping[str, Mapping[str, np.ndarray]], tolerance: Tolerance | None
 ) -> list[StagePair]:
+    from tpu_xdsl.inspect.stages import default_tolerance, reference_of
     from tpu_xdsl.interp.compare import compare_all, summarize
-    from tpu_xdsl.tools.stages import default_tolerance, reference_of
 
     pairs = []
     for stage in stages:
@@ -124,9 +124,14 @@ def report(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from tpu_xdsl.files import write_atomic
-    from tpu_xdsl.tools.layer_graph import layer_graph
+    from tpu_xdsl.inspect.layer_graph import layer_graph
+    from tpu_xdsl.inspect.stages import (
+        align_feeds,
+        check_feeds,
+        load_stages,
+        read_feeds,
+    )
     from tpu_xdsl.tools.report_page import Page, default_pair, model_name, render_page
-    from tpu_xdsl.tools.stages import align_feeds, check_feeds, load_stages, read_feeds
 
     tolerance = Tolerance.parse(args.tolerance) if args.tolerance is not None else None
     output = check_output(args.output)

@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tpu_xdsl.inspect.layer_graph import Layer, LayerGraph
+from tpu_xdsl.inspect.stages import Stage
 from tpu_xdsl.interp.compare import TensorComparison
-from tpu_xdsl.tools.layer_graph import Layer, LayerGraph
-from tpu_xdsl.tools.stages import Stage
 
 if TYPE_CHECKING:
     from tpu_xdsl.tools.report import StagePair
@@ -799,7 +799,7 @@ document.body.dataset.ready = 'yes';
 
 
 def render_page(page: Page) -> str:
-    from tpu_xdsl.tools.layered_layout import layered_layout
+    from tpu_xdsl.inspect.layered_layout import layered_layout
 
     graph = page.graph
     layout = layered_layout([layer.index for layer in graph.layers], [(u, v) for u, v, _ in graph.edges],

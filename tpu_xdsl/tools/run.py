@@ -6,8 +6,7 @@ import argparse
 from pathlib import Path
 
 from tpu_xdsl.errors import UsageError
-from tpu_xdsl.feeds import read_input_file
-from tpu_xdsl.frontend.preprocess import load_inputs
+from tpu_xdsl.frontend.preprocess import load_device_inputs, load_inputs
 
 
 def add_parser(sub) -> None:
@@ -46,18 +45,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"{name}: shape {list(value.shape)} {value.dtype}")
     print(f"wrote {args.output} ({len(tensors)} tensors)")
     return 0
-
-
-def load_device_inputs(path: str, model) -> dict:
-    """Inputs of a compiled model from an .npz, an .npy or an image (through the
-    preprocessing the model recorded)."""
-    from tpu_xdsl.frontend.preprocess import Preprocess
-
-    def image(file: Path):
-        pre = Preprocess.from_dict(model.preprocess) if model.preprocess else Preprocess()
-        return pre.load_image(file, model.inputs[0].shape)
-
-    return read_input_file(path, [d.name for d in model.inputs], image)
 
 
 def check_trace_path(path: str) -> None:

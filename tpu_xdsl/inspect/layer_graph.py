@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tpu_xdsl.tools.stages import SILENT_OPS, Stage
+from tpu_xdsl.inspect.stages import SILENT_OPS, Stage
 
 
 @dataclass

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from tpu_xdsl.errors import TpuXdslError
-from tpu_xdsl.interp.compare import Tolerance
+from tpu_xdsl.interp.compare import DEFAULT_TOLERANCE, DEVICE_FLOAT_COSINE, Tolerance
 
 # Stages in the order of the flow: a stage's reference is the nearest loaded one before it.
 KINDS = ("onnx", "top", "tpu", "device")
@@ -211,8 +211,7 @@ def read_feeds(path: str, stages: Sequence[Stage]) -> dict[str, np.ndarray]:
     """The input of a session from an .npz, .npy or image, read through the first stage
     that knows the model's preprocessing (a .mlir or .tpumodel), else by ONNX input name."""
     from tpu_xdsl.feeds import read_input_file
-    from tpu_xdsl.frontend.preprocess import load_inputs
-    from tpu_xdsl.tools.run import load_device_inputs
+    from tpu_xdsl.frontend.preprocess import load_device_inputs, load_inputs
 
     for stage in stages:
         if stage.kind in ("top", "tpu"):
@@ -263,8 +262,6 @@ def default_tolerance(reference: Stage, stage: Stage) -> Tolerance:
     against TOP as transform and deploy check them; the device against the TPU interpreter
     as deploy checks it (integer tensors equal, floats to 0.99999); the device against a
     float stage (no TPU stage loaded) as the TPU interpreter would be, by its mode."""
-    from tpu_xdsl.tools.deploy import DEFAULT_TOLERANCE, DEVICE_FLOAT_COSINE
-
     if stage.kind == "device" and reference.kind == "tpu":
         return Tolerance(DEVICE_FLOAT_COSINE, -1.0)
     return Tolerance.parse(DEFAULT_TOLERANCE.get(stage.mode or "F32", DEFAULT_TOLERANCE["F32"]))
