@@ -298,8 +298,8 @@ def test_ctrl_c_stops_a_long_continue_and_the_session_goes_on(compiled, monkeypa
     finished, and the next command works."""
     import io
 
+    from tpu_xdsl.inspect import debug
     from tpu_xdsl.inspect.stages import load_stages, read_feeds
-    from tpu_xdsl.tools import debug
 
     stages_ = load_stages(stages(compiled, "tpu"))
     feeds = read_feeds(str(compiled.x), stages_)
@@ -337,8 +337,8 @@ def test_next_runs_a_layer_group_and_step_goes_into_it(compiled, tmp_path, capsy
 def test_completion_offers_each_name_once(compiled):  # noqa: F811
     import io
 
+    from tpu_xdsl.inspect import debug
     from tpu_xdsl.inspect.stages import load_stages, read_feeds
-    from tpu_xdsl.tools import debug
 
     stages_ = load_stages(stages(compiled, "top", "tpu"))
     session_ = debug.Session(stages_, read_feeds(str(compiled.x), stages_), stages_[1])
