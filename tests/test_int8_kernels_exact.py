@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 from tpu_xdsl.kernels import ResultSpec
-from tpu_xdsl.kernels.int8 import INT8_KERNELS, finish_sum
+from tpu_xdsl.kernels.int8 import INT8_KERNELS
+from tpu_xdsl.kernels.int8_sums import finish_sum
 from tpu_xdsl.kernels.quant import (
     ROUND_MODES,
     int8_matmul,
