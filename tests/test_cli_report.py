@@ -29,6 +29,7 @@ from tests.test_cli_device import compiled  # noqa: F401  (the fixture)
 from tests.test_cli_int8_errors import assert_fails_cleanly, run
 from tpu_xdsl.device.runtime import LoadedModel, profile_rows
 from tpu_xdsl.dialects.module import main_func, tensor_names
+from tpu_xdsl.inspect.report import COSINE_BINS, MISMATCH, NOT_COMPARED, cosine_color
 from tpu_xdsl.inspect.stages import (
     align_feeds,
     default_tolerance,
@@ -36,7 +37,6 @@ from tpu_xdsl.inspect.stages import (
     read_feeds,
 )
 from tpu_xdsl.interp.compare import compare_all
-from tpu_xdsl.tools import report_page
 
 # -- the page as a tree ---------------------------------------------------------------------
 
@@ -183,11 +183,11 @@ def test_graph_has_a_node_per_layer_filled_by_its_cosine(four_stages, expected):
         rect, name = node.find("rect"), node.attrs["data-name"]
         cos_text = next(t for t in node.find_all("text") if t.has_class("cos")).all_text()
         if name not in rows:
-            assert rect.attrs["fill"] == report_page.NOT_COMPARED, name
+            assert rect.attrs["fill"] == NOT_COMPARED, name
             continue
         compared += 1
         row = rows[name]
-        assert rect.attrs["fill"] == report_page.cosine_color(row.cosine), name
+        assert rect.attrs["fill"] == cosine_color(row.cosine), name
         assert cos_text == ("" if row.passes(tolerance) else "✗ ") + f"{row.cosine:.5f}", name
         assert node.find("title").all_text().startswith(name)
     assert compared >= 3
@@ -196,14 +196,14 @@ def test_graph_has_a_node_per_layer_filled_by_its_cosine(four_stages, expected):
     assert len(edges) == len(expected["layers"]) - 1
     # The legend shows every bin of the scale.
     legend = page.find("div", class_="legend").all_text()
-    assert all(label in legend for _, _, label in report_page.COSINE_BINS)
+    assert all(label in legend for _, _, label in COSINE_BINS)
 
 
 def test_color_scale():
-    color = report_page.cosine_color
+    color = cosine_color
     assert color(1.0) == "#1a9850" and color(0.99999) == "#1a9850"
     assert color(0.995) == "#d9ef8b" and color(0.93) == "#fdae61" and color(0.5) == "#d73027"
-    assert color(float("nan")) == report_page.MISMATCH
+    assert color(float("nan")) == MISMATCH
 
 
 def test_table_has_a_row_per_tensor_with_the_compare_numbers(four_stages, expected):
@@ -459,7 +459,7 @@ def test_chromium_renders_the_page_and_its_script_runs(four_stages, tmp_path):
     page = parse(four_stages.html.read_text(encoding="utf-8"))
     fills = {r.attrs["fill"] for g in page.find("svg", id="graph-svg").find_all("g") if g.has_class("node")
              for r in g.find_all("rect")}
-    fills.discard(report_page.NOT_COMPARED)
+    fills.discard(NOT_COMPARED)
     assert fills
     for fill in fills:  # the nodes' similarity colors are on the screen
         rgb = tuple(int(fill[i:i + 2], 16) for i in (1, 3, 5))
