@@ -73,7 +73,8 @@ def lower_built(name: str, folder: Path, mode: str, chip: str):
     from tpu_xdsl import zoo
     from tpu_xdsl.calibration.calibrator import Options, calibrate
     from tpu_xdsl.calibration.dataset import Dataset
-    from tpu_xdsl.frontend.onnx_importer import import_onnx, load_model
+    from tpu_xdsl.frontend.onnx_importer import import_onnx
+    from tpu_xdsl.frontend.onnx_model import load_model
     from tpu_xdsl.ir_io import save_module
     from tpu_xdsl.transforms.import_calibration import import_calibration
     from tpu_xdsl.transforms.lower_top_to_tpu import lower_top_to_tpu

@@ -35,7 +35,7 @@ def model_path(name: str) -> tuple[Path, list[int]]:
 
 
 def static_shape(model: onnx.ModelProto, fallback: list[int]) -> list[int]:
-    from tpu_xdsl.frontend.onnx_importer import model_inputs
+    from tpu_xdsl.frontend.onnx_model import model_inputs
 
     dims = model_inputs(model)[0].type.tensor_type.shape.dim
     shape = [d.dim_value for d in dims]

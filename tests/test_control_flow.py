@@ -20,11 +20,11 @@ from tpu_xdsl.frontend.constant_inputs import (
     parse_constant_inputs,
     steering_only_inputs,
 )
-from tpu_xdsl.frontend.onnx_importer import (
+from tpu_xdsl.frontend.onnx_importer import import_onnx
+from tpu_xdsl.frontend.onnx_model import (
     ImportRuleError,
     NeedsConstantError,
     UnsupportedOpError,
-    import_onnx,
 )
 from tpu_xdsl.frontend.reference import run_reference
 from tpu_xdsl.interp.runner import run_module
@@ -403,7 +403,7 @@ def test_torch_scripted_loop_and_branch_match_onnxruntime():
 
 
 def test_input_shapes_may_list_the_constant_inputs_or_leave_them_out():
-    from tpu_xdsl.frontend.onnx_importer import ShapeBindingError
+    from tpu_xdsl.frontend.onnx_model import ShapeBindingError
 
     for shapes in ([[1, 8], []], [[1, 8]]):
         result = import_onnx(sample_rate_model(), "m", shapes, constant_inputs={"sr": 16000})

@@ -13,7 +13,7 @@ from tests.test_import_nn import (
     top_ops,
     value_info,
 )
-from tpu_xdsl.frontend.onnx_importer import ImportRuleError
+from tpu_xdsl.frontend.onnx_model import ImportRuleError
 
 F = TensorProto.FLOAT
 RNG = np.random.default_rng(14)

@@ -11,7 +11,8 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper
 
-from tpu_xdsl.frontend.onnx_importer import ImportRuleError, import_onnx
+from tpu_xdsl.frontend.onnx_importer import import_onnx
+from tpu_xdsl.frontend.onnx_model import ImportRuleError
 from tpu_xdsl.kernels import ResultSpec, load_all
 from tpu_xdsl.kernels.activation import erf
 from tpu_xdsl.onnx_backend import TpuXdslBackend

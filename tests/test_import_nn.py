@@ -10,7 +10,8 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from tpu_xdsl.frontend.onnx_importer import ImportRuleError, import_onnx
+from tpu_xdsl.frontend.onnx_importer import import_onnx
+from tpu_xdsl.frontend.onnx_model import ImportRuleError
 from tpu_xdsl.interp.runner import run_module
 from tpu_xdsl.kernels import ResultSpec, load_all
 from tpu_xdsl.onnx_backend import TpuXdslBackend

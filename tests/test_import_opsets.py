@@ -18,11 +18,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from tpu_xdsl.frontend.onnx_importer import (
-    ImportRuleError,
-    NeedsConstantError,
-    import_onnx,
-)
+from tpu_xdsl.frontend.onnx_importer import import_onnx
+from tpu_xdsl.frontend.onnx_model import ImportRuleError, NeedsConstantError
 from tpu_xdsl.frontend.reference import run_reference
 from tpu_xdsl.interp.compare import Tolerance, compare_tensors
 from tpu_xdsl.interp.runner import run_module

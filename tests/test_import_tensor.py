@@ -11,7 +11,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
-from tpu_xdsl.frontend.onnx_importer import ImportRuleError, import_onnx
+from tpu_xdsl.frontend.onnx_importer import import_onnx
+from tpu_xdsl.frontend.onnx_model import ImportRuleError
 from tpu_xdsl.interp.runner import run_module
 
 RNG = np.random.default_rng(0)

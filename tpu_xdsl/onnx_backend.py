@@ -16,7 +16,8 @@ import numpy as np
 import onnx
 from onnx.backend.base import Backend, BackendRep, namedtupledict
 
-from tpu_xdsl.frontend.onnx_importer import import_onnx, model_inputs
+from tpu_xdsl.frontend.onnx_importer import import_onnx
+from tpu_xdsl.frontend.onnx_model import model_inputs
 from tpu_xdsl.interp.runner import run_module
 from tpu_xdsl.weights import attach_weights
 

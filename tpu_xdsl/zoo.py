@@ -198,7 +198,8 @@ def lower_model(name: str, folder: Path, mode: str, chip: str, samples: int = 16
     from tpu_xdsl.calibration.calibrator import Options, calibrate
     from tpu_xdsl.calibration.dataset import Dataset, SampleLoader
     from tpu_xdsl.calibration.table import write_table
-    from tpu_xdsl.frontend.onnx_importer import import_onnx, load_model
+    from tpu_xdsl.frontend.onnx_importer import import_onnx
+    from tpu_xdsl.frontend.onnx_model import load_model
     from tpu_xdsl.ir_io import save_module
     from tpu_xdsl.transforms.import_calibration import import_calibration
     from tpu_xdsl.transforms.lower_top_to_tpu import lower_top_to_tpu

@@ -51,7 +51,7 @@ def _prepare(model: onnx.ModelProto, input_names: list[str], arrays: list, const
     """Prepare with `constants` bound; when the import names further inputs that decide a
     shape or a loop's trip count (a function's expansion of Range or AffineGrid), bind
     those from the case's data too, as the non-expanded op's shape inputs are."""
-    from tpu_xdsl.frontend.onnx_importer import NeedsConstantError
+    from tpu_xdsl.frontend.onnx_model import NeedsConstantError
 
     given = dict(zip(input_names, arrays))
     while True:
@@ -69,7 +69,7 @@ def _prepare(model: onnx.ModelProto, input_names: list[str], arrays: list, const
 def run_case(model: onnx.ModelProto, data_sets, rtol: float, atol: float) -> None:
     """Prepare per data set, run, assert outputs match in count, dtype and value."""
     from tpu_xdsl.frontend.constant_inputs import steering_only_inputs
-    from tpu_xdsl.frontend.onnx_importer import model_inputs
+    from tpu_xdsl.frontend.onnx_model import model_inputs
 
     input_names = [v.name for v in model_inputs(model)]
     shape_inputs = shape_input_names(model)

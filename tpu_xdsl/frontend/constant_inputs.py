@@ -87,7 +87,7 @@ def _split_top_level(text: str) -> list[str]:
 def typed_constants(model: onnx.ModelProto, values: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The values in each input's ONNX dtype and declared shape; one-line errors for
     unknown names or values that do not fit."""
-    from tpu_xdsl.frontend.onnx_importer import model_inputs
+    from tpu_xdsl.frontend.onnx_model import model_inputs
 
     inputs = {v.name: v for v in model_inputs(model)}
     typed = {}
@@ -137,7 +137,7 @@ def steering_only_inputs(model: onnx.ModelProto) -> set[str]:
     """Model inputs whose values reach the outputs only through steering positions
     (`STEERING_POSITIONS`) or shape readers: binding them changes no tensor data, only
     which shapes and branches the model takes."""
-    from tpu_xdsl.frontend.onnx_importer import model_inputs
+    from tpu_xdsl.frontend.onnx_model import model_inputs
 
     graph = model.graph
     return {v.name for v in model_inputs(model)} - _data_names(graph, {o.name for o in graph.output})

@@ -29,7 +29,9 @@ from tpu_xdsl.errors import TpuXdslError
 from tpu_xdsl.frontend.registry import onnx_rule
 
 if TYPE_CHECKING:
-    from tpu_xdsl.frontend.onnx_importer import NodeContext, OnnxImporter, OnnxValue
+    from tpu_xdsl.frontend.node_context import NodeContext
+    from tpu_xdsl.frontend.onnx_importer import OnnxImporter
+    from tpu_xdsl.frontend.onnx_model import OnnxValue
 
 OP_TYPES = {"If", "Loop", "Scan"}
 # Loop and Scan are unrolled at import up to this many iterations.
@@ -179,7 +181,7 @@ def import_if(ctx: NodeContext) -> None:
 
 
 def _runtime_condition_error(ctx: NodeContext, detail: str) -> TpuXdslError:
-    from tpu_xdsl.frontend.onnx_importer import NeedsConstantError
+    from tpu_xdsl.frontend.onnx_model import NeedsConstantError
 
     error = ctx.importer.not_constant_error(ctx, ctx.node.input[0], "the condition (input 0)")
     if isinstance(error, NeedsConstantError):

@@ -23,7 +23,6 @@ from typing import Any
 
 import numpy as np
 import onnx
-from google.protobuf.message import DecodeError
 from onnx import helper, numpy_helper
 from xdsl.builder import Builder, InsertPoint
 from xdsl.dialects import func
@@ -35,296 +34,25 @@ from tpu_xdsl.dialects.attr_values import from_py
 from tpu_xdsl.errors import TpuXdslError
 from tpu_xdsl.frontend import registry
 from tpu_xdsl.frontend.folding import FoldError, NodeFolder
+from tpu_xdsl.frontend.node_context import ImportResult, NodeContext
+from tpu_xdsl.frontend.onnx_model import (
+    F32,
+    ImportRuleError,
+    NeedsConstantError,
+    OnnxValue,
+    UnsupportedOpError,
+    bind_input_shapes,
+    elem_dtype,
+    graph_names,
+    load_model,
+    unfoldable_nodes,
+)
 from tpu_xdsl.kernels.dtypes import element_type
-
-F32 = np.dtype(np.float32)
 
 # Nodes never folded even when their inputs are constant.
 _NEVER_FOLD = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli"}
 # Folding a node whose result is larger than this many elements keeps it an op.
 _FOLD_LIMIT = 1 << 24
-
-
-class ModelLoadError(TpuXdslError):
-    """The model file cannot be read as ONNX."""
-
-
-class UnsupportedOpError(TpuXdslError):
-    """An ONNX node has no import rule for its op type and opset."""
-
-
-class ShapeBindingError(TpuXdslError):
-    """Input shapes are missing or do not fit the model."""
-
-
-class ImportRuleError(TpuXdslError):
-    """A node's attributes or inputs are outside what its import rule handles."""
-
-
-class NeedsConstantError(ImportRuleError):
-    """A value that decides a shape or a branch depends on run-time model inputs.
-
-    `inputs` names those inputs: binding them to constants (`--constant-inputs`,
-    or the test input's values) makes the value foldable.
-    """
-
-    def __init__(self, message: str, inputs: Iterable[str], node: str):
-        super().__init__(message)
-        self.inputs = sorted(set(inputs))
-        self.node = node
-
-
-@dataclass
-class OnnxValue:
-    """An ONNX tensor during import: a TOP value, or a constant known at import."""
-
-    name: str
-    shape: tuple[int, ...]
-    dtype: np.dtype
-    ssa: SSAValue | None = None
-    const: np.ndarray | None = None
-
-
-def load_model(path: str | Path) -> onnx.ModelProto:
-    """Read an ONNX file (with its external data) or raise a one-line error."""
-    path = Path(path)
-    if not path.is_file():
-        raise ModelLoadError(f"{path}: no such model file")
-    try:
-        model = onnx.load(str(path), load_external_data=False)
-    except (DecodeError, RuntimeWarning, ValueError) as e:
-        raise ModelLoadError(
-            f"{path}: not an ONNX model (protobuf parse failed: {e}); pass a .onnx file"
-        ) from e
-    if not model.graph.node and not model.graph.output:
-        raise ModelLoadError(f"{path}: not an ONNX model (no graph); pass a .onnx file")
-    try:
-        onnx.external_data_helper.load_external_data_for_model(model, str(path.parent))
-    except (OSError, onnx.checker.ValidationError) as e:
-        raise ModelLoadError(
-            f"{path}: external data missing ({e}); keep the data files beside the model"
-        ) from e
-    return model
-
-
-def model_inputs(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
-    """Graph inputs that are not initializers (the tensors a user feeds)."""
-    initializers = {t.name for t in model.graph.initializer}
-    return [v for v in model.graph.input if v.name not in initializers]
-
-
-def _onnx_dtype(elem_type: int, where: str) -> np.dtype:
-    try:
-        return np.dtype(helper.tensor_dtype_to_np_dtype(elem_type))
-    except (KeyError, ValueError, TypeError) as e:
-        raise ImportRuleError(f"{where}: unsupported element type {elem_type}") from e
-
-
-def bind_input_shapes(
-    model: onnx.ModelProto,
-    input_shapes: Sequence[Sequence[int]] | None,
-    constant_inputs: Iterable[str] = (),
-) -> list[tuple[str, tuple[int, ...], np.dtype]]:
-    """Static (name, shape, dtype) of each fed model input, dynamic dims bound by
-    `input_shapes`. Inputs named in `constant_inputs` are not fed; `input_shapes` may list
-    every input (the constant ones' entries are then skipped) or only the fed ones."""
-    constants = set(constant_inputs)
-    every = model_inputs(model)
-    inputs = [v for v in every if v.name not in constants]
-    if input_shapes is not None and constants and len(input_shapes) == len(every) != len(inputs):
-        input_shapes = [s for v, s in zip(every, input_shapes) if v.name not in constants]
-    if input_shapes is not None and len(input_shapes) != len(inputs):
-        raise ShapeBindingError(
-            f"--input-shapes gives {len(input_shapes)} shape(s) but the model has "
-            f"{len(inputs)} input(s): {', '.join(v.name for v in inputs)}"
-            + (f" (and the constant input(s) {', '.join(sorted(constants))})" if constants else "")
-        )
-    bound = []
-    for i, value in enumerate(inputs):
-        tensor_type = value.type.tensor_type
-        if not value.type.HasField("tensor_type"):
-            raise ShapeBindingError(f"input '{value.name}' is not a tensor (sequences and maps are not supported)")
-        dims = list(tensor_type.shape.dim)
-        dtype = _onnx_dtype(tensor_type.elem_type, f"input '{value.name}'")
-        if input_shapes is not None:
-            shape = tuple(int(d) for d in input_shapes[i])
-            if tensor_type.HasField("shape") and len(shape) != len(dims):
-                raise ShapeBindingError(
-                    f"--input-shapes gives input '{value.name}' rank {len(shape)}, the model "
-                    f"says rank {len(dims)}"
-                )
-            for axis, (dim, given) in enumerate(zip(dims, shape)):
-                # Some exporters write -1 (or 0) for a dynamic dim.
-                if dim.HasField("dim_value") and dim.dim_value > 0 and dim.dim_value != given:
-                    raise ShapeBindingError(
-                        f"--input-shapes gives input '{value.name}' dim {axis} = {given}, "
-                        f"the model fixes it to {dim.dim_value}"
-                    )
-            if any(d < 0 for d in shape):
-                raise ShapeBindingError(f"--input-shapes: input '{value.name}' has a negative dim: {list(shape)}")
-        else:
-            shape = []
-            for axis, dim in enumerate(dims):
-                if not dim.HasField("dim_value") or dim.dim_value <= 0:
-                    label = f" ('{dim.dim_param}')" if dim.dim_param else ""
-                    raise ShapeBindingError(
-                        f"input '{value.name}' dim {axis}{label} is dynamic; give its size "
-                        f"with --input-shapes"
-                    )
-                shape.append(dim.dim_value)
-            shape = tuple(shape)
-        bound.append((value.name, shape, dtype))
-    return bound
-
-
-@dataclass
-class ImportResult:
-    module: ModuleOp
-    weights: dict[str, np.ndarray]
-    input_names: list[str]
-    output_names: list[str]
-    # What the user should know about the import (inputs bound to constants, ...).
-    notes: list[str] = field(default_factory=list)
-    # Model inputs imported as constants, with their values.
-    constant_inputs: dict[str, np.ndarray] = field(default_factory=dict)
-
-
-class NodeContext:
-    """What an import rule sees of one ONNX node, and how it emits TOP ops."""
-
-    def __init__(self, importer: OnnxImporter, node: onnx.NodeProto, opset: int):
-        self.importer = importer
-        self.node = node
-        self.opset = opset
-        self._attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
-        self._emitted = 0
-
-    # -- reading the node ----------------------------------------------------------
-
-    @property
-    def op_type(self) -> str:
-        return self.node.op_type
-
-    @property
-    def where(self) -> str:
-        name = self.node.name or (self.node.output[0] if self.node.output else "?")
-        return f"node '{name}' ({self.node.op_type}, opset {self.opset})"
-
-    def error(self, message: str) -> ImportRuleError:
-        return ImportRuleError(f"{self.where}: {message}")
-
-    @property
-    def num_inputs(self) -> int:
-        return len(self.node.input)
-
-    @property
-    def num_outputs(self) -> int:
-        return len(self.node.output)
-
-    def has_input(self, i: int) -> bool:
-        return i < len(self.node.input) and self.node.input[i] != ""
-
-    def has_output(self, i: int) -> bool:
-        return i < len(self.node.output) and self.node.output[i] != ""
-
-    def value(self, i: int) -> OnnxValue:
-        if not self.has_input(i):
-            raise self.error(f"input {i} is required")
-        return self.importer.values[self.node.input[i]]
-
-    def const(self, i: int) -> np.ndarray | None:
-        """The constant value of input i, or None when absent or computed at run time."""
-        if not self.has_input(i):
-            return None
-        return self.importer.values[self.node.input[i]].const
-
-    def require_const(self, i: int, what: str) -> np.ndarray:
-        if not self.has_input(i):
-            raise self.error(f"{what} (input {i}) is required")
-        value = self.const(i)
-        if value is None:
-            raise self.importer.not_constant_error(self, self.node.input[i], f"{what} (input {i})")
-        return value
-
-    def shape(self, i: int) -> tuple[int, ...]:
-        return self.value(i).shape
-
-    def rank(self, i: int) -> int:
-        return len(self.value(i).shape)
-
-    def dtype(self, i: int) -> np.dtype:
-        return self.value(i).dtype
-
-    def attr(self, name: str, default: Any = None) -> Any:
-        value = self._attrs.get(name, default)
-        if isinstance(value, bytes):
-            return value.decode()
-        if isinstance(value, list) and value and isinstance(value[0], bytes):
-            return [v.decode() for v in value]
-        return value
-
-    def has_attr(self, name: str) -> bool:
-        return name in self._attrs
-
-    def output_name(self, i: int = 0) -> str:
-        return self.node.output[i]
-
-    # -- emitting ops ------------------------------------------------------------------
-
-    def input(self, i: int, dtype: np.dtype | None = F32) -> SSAValue:
-        """Input i as a TOP value (a `top.weight` for a constant, `top.none` when absent).
-
-        With `dtype` set (f32 by default), a value of another dtype is converted:
-        constants at import, run-time values by a `top.cast`.
-        """
-        if not self.has_input(i):
-            return self.importer.none_value()
-        return self.importer.ssa(self.node.input[i], dtype)
-
-    def emit(
-        self,
-        kind: str,
-        operands: Sequence[SSAValue | Sequence[SSAValue]],
-        attrs: Mapping[str, Any] | None = None,
-        *,
-        shapes_: Sequence[Sequence[int]] | None = None,
-        dtypes: Sequence[np.dtype] | None = None,
-        name: str | None = None,
-    ) -> list[SSAValue]:
-        """Emit an intermediate `top.<kind>`; its tensors get derived names."""
-        base = name or f"{self.output_name(0)}_{kind}"
-        return self.importer.emit(kind, operands, attrs, shapes_, dtypes, None, base)
-
-    def output(
-        self,
-        kind: str,
-        operands: Sequence[SSAValue | Sequence[SSAValue]],
-        attrs: Mapping[str, Any] | None = None,
-        *,
-        shapes_: Sequence[Sequence[int]] | None = None,
-        dtypes: Sequence[np.dtype] | None = None,
-    ) -> list[SSAValue]:
-        """Emit `top.<kind>` whose results are this node's outputs, under the ONNX names."""
-        names = list(self.node.output)
-        results = self.importer.emit(kind, operands, attrs, shapes_, dtypes, names, None)
-        for name, result in zip(names, results):
-            if name and isinstance(result.type, TensorType):
-                self.importer.define(name, result)
-        return results
-
-    def constant(self, array: np.ndarray, tag: str) -> SSAValue:
-        """A `top.weight` for a constant the rule computes, under a fresh derived name."""
-        array = np.asarray(array)
-        name = self.importer.unique_name(f"{self.output_name(0)}_{tag}", reserve=False)
-        return self.importer.weight(name, array)
-
-    def set_output(self, i: int, value: SSAValue) -> None:
-        """Make an already emitted value the node's output i (its name stays)."""
-        self.importer.define(self.node.output[i], value)
-
-    def set_const(self, i: int, value: np.ndarray) -> None:
-        """Make output i a constant known at import."""
-        self.importer.define_const(self.node.output[i], np.asarray(value))
 
 
 @dataclass
@@ -345,7 +73,7 @@ class OnnxImporter:
         self._none: SSAValue | None = None
         self._used_names: set[str] = set()
         # Every name the ONNX graph and its subgraphs use, so derived names never collide.
-        self._onnx_names: set[str] = _graph_names(self.model.graph)
+        self._onnx_names: set[str] = graph_names(self.model.graph)
         self.folder = NodeFolder(self.model)
         # The node that defined each value (renamed copies for inlined subgraphs), to
         # explain why a value is not a constant.
@@ -527,7 +255,7 @@ class OnnxImporter:
             raise ImportRuleError(f"graph output '{info.name}' is produced by no node")
         want = value.dtype
         if info.type.HasField("tensor_type") and info.type.tensor_type.elem_type:
-            want = _onnx_dtype(info.type.tensor_type.elem_type, f"output '{info.name}'")
+            want = elem_dtype(info.type.tensor_type.elem_type, f"output '{info.name}'")
         if value.const is not None:
             return self.weight(info.name, value.const.astype(want))
         assert value.ssa is not None
@@ -592,7 +320,7 @@ class OnnxImporter:
         if node.op_type in control_flow.OP_TYPES and domain == "":
             for attr in node.attribute:
                 for graph in (*([attr.g] if attr.HasField("g") else []), *attr.graphs):
-                    for inner in _unfoldable_nodes(graph):
+                    for inner in unfoldable_nodes(graph):
                         self._note_unsupported_within(inner)
             return
         if node.op_type == "Constant" and domain == "":
@@ -789,33 +517,6 @@ def _is_variadic_result(op_class: type) -> bool:
 
 def _node_label(node: onnx.NodeProto) -> str:
     return node.name or (node.output[0] if node.output else node.op_type)
-
-
-def _graph_names(graph: onnx.GraphProto) -> set[str]:
-    """Every tensor name `graph` and its subgraphs use."""
-    names = {v.name for v in (*graph.input, *graph.output)}
-    names.update(t.name for t in graph.initializer)
-    for node in graph.node:
-        names.update(n for n in (*node.input, *node.output) if n)
-        for attr in node.attribute:
-            for sub in (*([attr.g] if attr.HasField("g") else []), *attr.graphs):
-                names |= _graph_names(sub)
-    return names
-
-
-def _unfoldable_nodes(graph: onnx.GraphProto) -> list[onnx.NodeProto]:
-    """The nodes of a subgraph that would not fold (some input not a constant of the
-    subgraph): the ones that need an import rule."""
-    constants = {t.name for t in graph.initializer}
-    nodes = []
-    for node in graph.node:
-        present = [n for n in node.input if n]
-        graph_attr = any(a.HasField("g") or a.graphs for a in node.attribute)
-        if not graph_attr and (node.op_type == "Constant" or (present and all(n in constants for n in present))):
-            constants.update(n for n in node.output if n)
-            continue
-        nodes.append(node)
-    return nodes
 
 
 def _remove_dead_ops(block: Block) -> None:

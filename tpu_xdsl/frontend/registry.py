@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from tpu_xdsl.frontend.onnx_importer import NodeContext
+    from tpu_xdsl.frontend.node_context import NodeContext
 
 Rule = Callable[["NodeContext"], None]
 

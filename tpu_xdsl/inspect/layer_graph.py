@@ -95,7 +95,7 @@ def module_groups(module) -> list[tuple[str, tuple[str, ...]]]:
 
 def onnx_graph(model, shapes: Mapping[str, tuple[int, ...]]) -> LayerGraph:
     """The graph inputs and nodes of an ONNX model (Constant nodes left out)."""
-    from tpu_xdsl.frontend.onnx_importer import model_inputs
+    from tpu_xdsl.frontend.onnx_model import model_inputs
 
     layers: list[Layer] = []
     edges: list[tuple[int, int, str]] = []

@@ -65,7 +65,7 @@ class Stage:
 
     def input_names(self) -> list[str]:
         if self.kind == "onnx":
-            from tpu_xdsl.frontend.onnx_importer import model_inputs
+            from tpu_xdsl.frontend.onnx_model import model_inputs
 
             return [i.name for i in model_inputs(self.handle)]
         if self.kind == "device":
@@ -77,7 +77,7 @@ class Stage:
     def input_shapes(self) -> dict[str, tuple[int | None, ...]]:
         """The shape the stage declares for each input, None for a dynamic dimension."""
         if self.kind == "onnx":
-            from tpu_xdsl.frontend.onnx_importer import model_inputs
+            from tpu_xdsl.frontend.onnx_model import model_inputs
 
             return {
                 i.name: tuple(d.dim_value if d.HasField("dim_value") else None for d in i.type.tensor_type.shape.dim)

@@ -64,7 +64,8 @@ def _progress(total: int, desc: str):
 def run(args: argparse.Namespace) -> int:
 
     from tpu_xdsl.frontend.constant_inputs import parse_constant_inputs
-    from tpu_xdsl.frontend.onnx_importer import import_onnx, load_model
+    from tpu_xdsl.frontend.onnx_importer import import_onnx
+    from tpu_xdsl.frontend.onnx_model import load_model
     from tpu_xdsl.frontend.preprocess import Preprocess, parse_floats, parse_ints
     from tpu_xdsl.frontend.reference import run_reference
     from tpu_xdsl.interp.compare import Tolerance, compare_all, format_table, summarize
@@ -144,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
 def _npz_test_input(path: str | None, model) -> dict | None:
     """The arrays of an .npz test input by name (None for no test input or an image)."""
     from tpu_xdsl.feeds import is_image
-    from tpu_xdsl.frontend.onnx_importer import model_inputs
+    from tpu_xdsl.frontend.onnx_model import model_inputs
 
     if path is None or is_image(Path(path)):
         return None

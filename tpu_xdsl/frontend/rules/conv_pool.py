@@ -14,7 +14,7 @@ import numpy as np
 from xdsl.ir import SSAValue
 
 from tpu_xdsl.dialects import shapes
-from tpu_xdsl.frontend.onnx_importer import NodeContext
+from tpu_xdsl.frontend.node_context import NodeContext
 from tpu_xdsl.frontend.registry import onnx_rule
 from tpu_xdsl.frontend.rules.nn import const_weight, drop_outputs, typed_output
 from tpu_xdsl.kernels.conv_pool import tap_counts

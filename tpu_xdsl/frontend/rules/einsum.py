@@ -18,7 +18,7 @@ import string
 
 from xdsl.ir import SSAValue
 
-from tpu_xdsl.frontend.onnx_importer import NodeContext
+from tpu_xdsl.frontend.node_context import NodeContext
 from tpu_xdsl.frontend.registry import onnx_rule
 from tpu_xdsl.frontend.rules.elementwise import is_integral
 from tpu_xdsl.frontend.rules.nn import typed_output

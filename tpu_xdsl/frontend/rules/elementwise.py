@@ -13,7 +13,8 @@ import numpy as np
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import SSAValue
 
-from tpu_xdsl.frontend.onnx_importer import F32, NodeContext
+from tpu_xdsl.frontend.node_context import NodeContext
+from tpu_xdsl.frontend.onnx_model import F32
 from tpu_xdsl.frontend.registry import onnx_rule
 
 BOOL = np.dtype(np.bool_)

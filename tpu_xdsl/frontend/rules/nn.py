@@ -14,7 +14,7 @@ import numpy as np
 import onnx
 from xdsl.ir import SSAValue
 
-from tpu_xdsl.frontend.onnx_importer import NodeContext
+from tpu_xdsl.frontend.node_context import NodeContext
 from tpu_xdsl.frontend.registry import onnx_rule
 
 F32 = np.dtype(np.float32)

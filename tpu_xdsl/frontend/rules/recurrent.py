@@ -17,7 +17,7 @@ from xdsl.ir import Attribute, SSAValue
 
 from tpu_xdsl.dialects import Top, shapes
 from tpu_xdsl.dialects.attr_values import from_py
-from tpu_xdsl.frontend.onnx_importer import NodeContext
+from tpu_xdsl.frontend.node_context import NodeContext
 from tpu_xdsl.frontend.registry import onnx_rule
 from tpu_xdsl.frontend.rules.elementwise import shape_of
 from tpu_xdsl.kernels.dtypes import element_type

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tpu_xdsl.frontend.onnx_importer import NodeContext
+from tpu_xdsl.frontend.node_context import NodeContext
 from tpu_xdsl.frontend.registry import onnx_rule
 from tpu_xdsl.frontend.rules.elementwise import is_integral
 from tpu_xdsl.frontend.rules.nn import typed_output

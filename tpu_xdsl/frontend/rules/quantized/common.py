@@ -9,7 +9,8 @@ from xdsl.ir import SSAValue
 
 from tpu_xdsl.calibration.model_scales import TensorScale
 from tpu_xdsl.frontend import registry
-from tpu_xdsl.frontend.onnx_importer import NodeContext, OnnxImporter
+from tpu_xdsl.frontend.node_context import NodeContext
+from tpu_xdsl.frontend.onnx_importer import OnnxImporter
 from tpu_xdsl.frontend.rules.quantized.model import (
     CODE_TYPES,
     F32,

@@ -6,7 +6,7 @@ import numpy as np
 from xdsl.ir import SSAValue
 
 from tpu_xdsl.calibration.model_scales import TensorScale
-from tpu_xdsl.frontend.onnx_importer import NodeContext
+from tpu_xdsl.frontend.node_context import NodeContext
 from tpu_xdsl.frontend.registry import onnx_rule
 from tpu_xdsl.frontend.rules.quantized.common import (
     code_dtype,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tpu_xdsl.frontend.onnx_importer import NodeContext
+from tpu_xdsl.frontend.node_context import NodeContext
 from tpu_xdsl.frontend.registry import onnx_rule
 from tpu_xdsl.frontend.rules.quantized.common import (
     new_const,

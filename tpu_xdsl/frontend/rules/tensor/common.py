@@ -8,7 +8,8 @@ import numpy as np
 from onnx import TensorProto, helper
 from xdsl.ir import SSAValue
 
-from tpu_xdsl.frontend.onnx_importer import F32, NodeContext
+from tpu_xdsl.frontend.node_context import NodeContext
+from tpu_xdsl.frontend.onnx_model import F32
 from tpu_xdsl.frontend.rules.elementwise import (
     cast_output,
     is_integral,

@@ -9,7 +9,7 @@ import numpy as np
 from onnx import numpy_helper
 from xdsl.ir import SSAValue
 
-from tpu_xdsl.frontend.onnx_importer import NodeContext
+from tpu_xdsl.frontend.node_context import NodeContext
 from tpu_xdsl.frontend.registry import onnx_rule
 from tpu_xdsl.frontend.rules.elementwise import (
     constant,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tpu_xdsl.frontend.onnx_importer import NodeContext
+from tpu_xdsl.frontend.node_context import NodeContext
 from tpu_xdsl.frontend.registry import onnx_rule
 from tpu_xdsl.frontend.rules.tensor.common import (
     const_input,

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from tpu_xdsl.frontend.onnx_importer import NodeContext
+from tpu_xdsl.frontend.node_context import NodeContext
 from tpu_xdsl.frontend.registry import onnx_rule
 from tpu_xdsl.frontend.rules.tensor.common import (
     const_input,
