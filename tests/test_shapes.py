@@ -546,7 +546,8 @@ def test_verify_skips_dynamic_shapes():
 
 def test_a_per_channel_table_of_the_wrong_height_names_both_shapes():
     """tpu.lut's per-channel table needs one row of 256 per channel of the input's axis."""
-    from tpu_xdsl.dialects.shapes import ShapeError, lut
+    from tpu_xdsl.dialects.shapes import ShapeError
+    from tpu_xdsl.dialects.shapes.elementwise import lut
 
     assert lut([(1, 4, 8), (4, 256)], {}, None) == [(1, 4, 8)]
     assert lut([(1, 8, 3), (3, 256)], {"channel_axis": 2}, None) == [(1, 8, 3)]

@@ -1,6 +1,6 @@
 // RUN: tpu-opt %s --split-input-file --verify-diagnostics | filecheck %s
 
-// The shape rules' messages (tpu_xdsl/dialects/shapes.py): each names the op,
+// The shape rules' messages (tpu_xdsl/dialects/shapes/): each names the op,
 // the result, operand or attribute at fault, and the values involved.
 
 // A conv whose declared output ignores the strides: 16x16, k=3, s=2 gives 7x7.

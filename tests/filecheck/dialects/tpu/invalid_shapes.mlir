@@ -1,6 +1,6 @@
 // RUN: tpu-opt %s --split-input-file --verify-diagnostics | filecheck %s
 
-// TPU ops share the TOP shape rules (tpu_xdsl/dialects/shapes.py); element
+// TPU ops share the TOP shape rules (tpu_xdsl/dialects/shapes/); element
 // types (here INT8, F16, BF16) do not matter. Each message names the op, the
 // result, operand or attribute at fault, and the values involved.
 
