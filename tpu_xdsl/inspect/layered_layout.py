@@ -69,7 +69,7 @@ def layered_layout(
 
     # Dummy chains: item ids are ("node", n) and ("dummy", edge number, step).
     item_depth: dict[tuple, int] = {("node", n): depth[n] for n in nodes}
-    width = {("node", n): node_width for n in nodes}
+    width: dict[tuple, float] = {("node", n): node_width for n in nodes}
     up: dict[tuple, list[tuple]] = {item: [] for item in item_depth}
     down: dict[tuple, list[tuple]] = {item: [] for item in item_depth}
     chains: list[list[tuple]] = []
@@ -77,7 +77,7 @@ def layered_layout(
         if index[u] >= index[v]:
             chains.append([])
             continue
-        chain = [("node", u)]
+        chain: list[tuple] = [("node", u)]
         for step in range(depth[u] + 1, depth[v]):
             dummy = ("dummy", e, step)
             item_depth[dummy], width[dummy] = step, dummy_width

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import cmd
 import difflib
+from typing import Any
 
 import numpy as np
 
 from tpu_xdsl.errors import TpuXdslError
-from tpu_xdsl.inspect.debug.cursors import DebugError
+from tpu_xdsl.inspect.debug.cursors import DebugError, DeviceCursor, InterpreterCursor
 from tpu_xdsl.inspect.debug.points import Point
 from tpu_xdsl.inspect.debug.session import Session
 from tpu_xdsl.interp.compare import compare_all, compare_tensors, format_table
@@ -93,7 +94,9 @@ class Debugger(cmd.Cmd):
     def emptyline(self) -> bool:
         return False  # not gdb's "repeat the last command": a stray Enter must not step
 
-    def default(self, line: str) -> bool:
+    # cmd.Cmd.onecmd returns default()'s result as its stop flag (True ends the loop at EOF);
+    # typeshed declares default() -> None, so the override's bool is flagged.
+    def default(self, line: str) -> bool:  # pyright: ignore[reportIncompatibleMethodOverride]
         word = line.split()[0]
         if word == "EOF":
             self.say()
@@ -103,7 +106,9 @@ class Debugger(cmd.Cmd):
         hint = f"; did you mean '{close[0]}'?" if close else "; 'help' lists the commands"
         raise DebugError(f"unknown command '{word}'{hint}")
 
-    def completedefault(self, text, line, begidx, endidx) -> list[str]:
+    def completedefault(self, *args: Any) -> list[str]:
+        """Completes tensor names, op types, 'diverge' and 'all'; cmd passes (text, line, begidx, endidx)."""
+        text = args[0]
         words = dict.fromkeys([*self.session.tensor_names(), *self.session.op_types(), "diverge", "all"])
         return [w for w in words if w.startswith(text)]
 
@@ -130,12 +135,14 @@ class Debugger(cmd.Cmd):
         return [n for n in super().get_names() if not n.startswith("do_") or n[3:] in COMMANDS]
 
     # helpers ------------------------------------------------------------------------------
-    def _cursor(self):
+    def _cursor(self) -> InterpreterCursor | DeviceCursor:
+        """The stepped stage's cursor, started (and announced) if it is not yet."""
         session = self.session
         if session.cursor is None:
             session.restart()
             self.say(f"started {session.stepped.label} on {len(session.points)} "
                      f"{'instructions' if session.stepped.kind == 'device' else 'ops'}")
+        assert session.cursor is not None, "Session.restart always sets a cursor"
         return session.cursor
 
     def _where_line(self) -> str:
@@ -168,7 +175,8 @@ class Debugger(cmd.Cmd):
             return None
         reference = self.session.full_run(reference_stage)
         tolerance = self.session.tolerance(self.session.stepped)
-        real = self.session.stepped.real_values({n: self.session.cursor.tensors[n] for n in names})
+        cursor = self._cursor()
+        real = self.session.stepped.real_values({n: cursor.tensors[n] for n in names})
         for name in names:
             if name in reference:
                 row = compare_tensors(name, reference[name], real[name])
@@ -202,8 +210,7 @@ class Debugger(cmd.Cmd):
         """run: start the stepped stage again from its first op and go to a breakpoint or the end."""
         self.session.close()
         self.session.cursor = None
-        self._cursor()
-        cursor = self.session.cursor
+        cursor = self._cursor()
         if cursor.points and not cursor.finished and (hit := self._breakpoint_hit(cursor.points[0])):
             self.say(f"stopped at {hit}")
             self.say(self._where_line())

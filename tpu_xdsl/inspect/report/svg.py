@@ -31,7 +31,7 @@ def node_label(layer: Layer, pair: StagePair | None) -> tuple[str, str, str, boo
     """Fill, ink, the cosine text and failing for one pair."""
     row = worst([pair.rows[n] for n in layer.names if n in pair.rows]) if pair else None
     fill = comparison_color(row)
-    if row is None:
+    if row is None or pair is None:
         return fill, "#222", "", False
     failing = any(not pair.rows[n].passes(pair.tolerance) for n in layer.names if n in pair.rows)
     text = "shape!" if row.problem else fmt(row.cosine, 5)
