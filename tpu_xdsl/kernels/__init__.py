@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -29,15 +29,19 @@ class ResultSpec:
     dtype: np.dtype
 
 
-Kernel = Callable[[Sequence[Any], dict[str, Any], Sequence[ResultSpec]], list[np.ndarray]]
+# A kernel returns one array per result, None for a result the op does not produce (a
+# `none` result of a recurrent op, whose ResultSpec has shape ()).
+Kernel = Callable[[Sequence[Any], dict[str, Any], Sequence[ResultSpec]], Sequence[np.ndarray | None]]
 
 KERNELS: dict[str, Kernel] = {}
+# A kernel function as it is written: registering it keeps its own (narrower) signature.
+K = TypeVar("K", bound=Kernel)
 
 
-def kernel(*kinds: str) -> Callable[[Kernel], Kernel]:
+def kernel(*kinds: str) -> Callable[[K], K]:
     """Register `fn` as the kernel of each op kind (the op name without dialect)."""
 
-    def register(fn: Kernel) -> Kernel:
+    def register(fn: K) -> K:
         for kind in kinds:
             if kind in KERNELS:
                 raise ValueError(f"kernel for '{kind}' registered twice")

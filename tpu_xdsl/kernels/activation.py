@@ -21,11 +21,11 @@ _SQRT_HALF = 0.7071067811865476
 
 # erf(x) ~ x * P(x^2) / Q(x^2) on [-4, 4] (erf rounds to +-1 in f32 beyond):
 # the f32 rational approximation of Eigen and XLA, a few f32 ulps from erf.
-_ERF_P = np.float32((-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06,
+_ERF_P = np.array((-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06,
           -5.69250639462346e-05, -7.34990630326855e-04, -2.95459980854025e-03,
-          -1.60960333262415e-02))  # fmt: skip
-_ERF_Q = np.float32((-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03,
-          -7.37332916720468e-03, -1.42647390514189e-02))  # fmt: skip
+          -1.60960333262415e-02), np.float32)  # fmt: skip
+_ERF_Q = np.array((-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03,
+          -7.37332916720468e-03, -1.42647390514189e-02), np.float32)  # fmt: skip
 
 
 def as_float(x: np.ndarray) -> np.ndarray:
@@ -33,7 +33,7 @@ def as_float(x: np.ndarray) -> np.ndarray:
     return x.astype(np.float32) if x.dtype.kind in "iub" else x
 
 
-def _horner(x2: np.ndarray, coefficients: Sequence[float]) -> np.ndarray:
+def _horner(x2: np.ndarray, coefficients: np.ndarray) -> np.ndarray:
     acc = np.full_like(x2, coefficients[0])
     for c in coefficients[1:]:
         acc *= x2

@@ -501,6 +501,7 @@ def _pool_reduce(
                 reduced = tap.copy()
             else:
                 combine(reduced, tap, out=reduced)
+        assert reduced is not None, "a pooling window has at least one tap"
         y = reduced
     return y, kernel_shape, strides, pads, dilations
 

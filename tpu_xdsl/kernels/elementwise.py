@@ -52,6 +52,7 @@ def _int_power(base: np.ndarray, n: int) -> np.ndarray:
             )
         n >>= 1
         if not n:
+            assert result is not None, "n >= 1 has a set bit"
             return result
         square = square * square
 

@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from tpu_xdsl.kernels import Kernel, ResultSpec
+from tpu_xdsl.kernels import K, Kernel, ResultSpec
 from tpu_xdsl.kernels import conv_pool as float_conv_pool
 from tpu_xdsl.kernels.int8_sums import (
     NO_RELU,
@@ -72,8 +72,8 @@ INT8_KERNELS: dict[str, Kernel] = {}
 
 
 
-def int8_kernel(*kinds: str) -> Callable[[Kernel], Kernel]:
-    def register(fn: Kernel) -> Kernel:
+def int8_kernel(*kinds: str) -> Callable[[K], K]:
+    def register(fn: K) -> K:
         for kind in kinds:
             if kind in INT8_KERNELS:
                 raise ValueError(f"INT8 kernel for '{kind}' registered twice")
@@ -145,6 +145,7 @@ def matmul(inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[Resul
     total = None
     for k in float_conv_pool.term_chunks(a.shape[-1], max_terms):
         total = float_conv_pool.add_partial(total, np.matmul(ca[..., k], cb[..., k, :]))
+    assert total is not None, "term_chunks yields at least one chunk"
     acc = as_int64(total)
     if bias is not None:
         acc += bias.astype(np.int64)
@@ -346,7 +347,7 @@ def concat(inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[Resul
         centered_part = _centered_int(part, zero_point(attrs, i))
         if channels > 1:
             block = slice(i * channels, (i + 1) * channels)
-            scaled.append(requantize(centered_part, list(multipliers[block]), list(rshifts[block]), zo, dtype, mode,
+            scaled.append(requantize(centered_part, np.asarray(multipliers[block]), np.asarray(rshifts[block]), zo, dtype, mode,
                                      axis=channel_axis(attrs, ndim)))
             continue
         m, r = int(multipliers[i]), int(rshifts[i])

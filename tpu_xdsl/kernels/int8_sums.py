@@ -155,8 +155,10 @@ def finish_sum(
     step = max(1, REQUANT_BLOCK // max(inner, 1))
     column = (-1, *([1] * (acc.ndim - 2)))
     out = np.empty(result.shape, dtype=result.dtype)
-    run = _float_blocks if isinstance(plan, FloatRequant) else _int_blocks
-    run(acc, plan, column, step, inner, low, int(info.max), out)
+    if isinstance(plan, FloatRequant):
+        _float_blocks(acc, plan, column, step, inner, low, int(info.max), out)
+    else:
+        _int_blocks(acc, plan, column, step, inner, low, int(info.max), out)
     return out
 
 

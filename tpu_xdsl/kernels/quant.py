@@ -225,7 +225,9 @@ INT32_MAX = (1 << 31) - 1
 class _Codes:
     """The range of the integer codes of a quantization whose storage type is `dtype`."""
 
-    dtype: np.dtype
+    # Declared as the dataclass fields of the subclasses declare it (they take a numpy
+    # scalar type too, and normalize it to np.dtype in __post_init__).
+    dtype: np.dtype | type
 
     @property
     def qmin(self) -> int:

@@ -55,7 +55,7 @@ def _outputs(
     finals: list[list[np.ndarray]],
     layout: int,
     results: Sequence[ResultSpec],
-) -> list[np.ndarray]:
+) -> list[np.ndarray | None]:
     """Y [seq, dirs, batch, H] and the final states [dirs, batch, H] (layout 1:
     batch first), in the result dtype; None for a `none` result (its spec has
     shape (), which no real Y or state has)."""
@@ -75,7 +75,7 @@ def _outputs(
 @kernel("lstm")
 def lstm(
     inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultSpec]
-) -> list[np.ndarray]:
+) -> list[np.ndarray | None]:
     """c = f*c + i*tanh(.), h = o*tanh(c), with i, o, f sigmoids of x W^T + h R^T + biases."""
     x, w, r, b, h0, c0 = inputs
     layout = attrs.get("layout", 0)
@@ -112,7 +112,7 @@ def lstm(
 @kernel("gru")
 def gru(
     inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultSpec]
-) -> list[np.ndarray]:
+) -> list[np.ndarray | None]:
     """h = (1 - z)*n + z*h with z, r sigmoids and n = tanh(x Wh^T + (r*h) Rh^T + biases),
     or with linear_before_reset n = tanh(x Wh^T + Wbh + r*(h Rh^T + Rbh))."""
     x, w, r, b, h0 = inputs

@@ -20,7 +20,7 @@ Gates are ONNX's: i, o, f, c (LSTM) and z, r, h (GRU).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -32,8 +32,12 @@ F32 = np.dtype(np.float32)
 _BLOCK_ELEMENTS = 1 << 22
 
 
+@overload
+def wide(x: np.ndarray) -> np.ndarray: ...
+@overload
+def wide(x: None) -> None: ...
 def wide(x: np.ndarray | None) -> np.ndarray | None:
-    """An f16/bf16 (or f32) array as float32 (exact)."""
+    """An f16/bf16 (or f32) array as float32 (exact); None (an absent input) stays None."""
     return None if x is None else np.asarray(x, F32)
 
 
@@ -193,7 +197,7 @@ def by_unit(matrix: np.ndarray, gates: int) -> np.ndarray:
     return np.ascontiguousarray(matrix.reshape(gates, -1, matrix.shape[-1]).transpose(1, 0, 2))
 
 
-def _layer(inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultSpec], gates: int) -> list[np.ndarray]:
+def _layer(inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultSpec], gates: int) -> list[np.ndarray | None]:
     lstm = gates == 4
     x, w, r, b, h0 = (wide(v) for v in inputs[:5])
     c0 = wide(inputs[5]) if lstm else None
@@ -238,11 +242,11 @@ def _layer(inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[Resul
     return [None if spec.shape == () else np.ascontiguousarray(v) for v, spec in zip(outputs, results, strict=True)]
 
 
-def _tpu_lstm(inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultSpec]) -> list[np.ndarray]:
+def _tpu_lstm(inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultSpec]) -> list[np.ndarray | None]:
     return _layer(inputs, attrs, results, 4)
 
 
-def _tpu_gru(inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultSpec]) -> list[np.ndarray]:
+def _tpu_gru(inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultSpec]) -> list[np.ndarray | None]:
     return _layer(inputs, attrs, results, 3)
 
 

@@ -48,7 +48,9 @@ def _cubic_weights(t: np.ndarray) -> list[np.ndarray]:
     ]
 
 
-def _taps(x: np.ndarray, size: int, mode: str, padding: str, align: bool):
+def _taps(
+    x: np.ndarray, size: int, mode: str, padding: str, align: bool
+) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """[(index, weight, valid)] of one spatial axis for coordinates x (input pixels)."""
     low, high = (0.0, size - 1.0) if align else (-0.5, size - 0.5)
     if mode == "nearest":
@@ -106,7 +108,7 @@ def grid_sample(
     strides = [int(np.prod(spatial[a + 1:])) for a in range(len(spatial))]
     out = np.zeros((n, c, points), dtype=x.dtype)
     for combo in itertools.product(*per_axis):
-        index = sum(tap[0] * stride for tap, stride in zip(combo, strides))
+        index = sum((tap[0] * stride for tap, stride in zip(combo, strides)), np.zeros((), np.intp))
         weight = np.prod([tap[1] for tap in combo], axis=0)
         valid = np.logical_and.reduce([tap[2] for tap in combo])
         weight = np.where(valid, weight, 0).astype(x.dtype, copy=False)

@@ -212,6 +212,7 @@ def _resize_axis(
         term = np.take(x, index, axis=axis)
         term *= weights[:, k].reshape(bshape)
         acc = term if acc is None else np.add(acc, term, out=acc)
+    assert acc is not None, "cubic has four taps"
     return acc
 
 

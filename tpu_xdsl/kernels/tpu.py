@@ -56,7 +56,9 @@ def in_f32(kernel: Kernel, kind: str = "") -> Kernel:
     the result to the IR's storage type, as the chip stores it."""
     gemm = kind in SUMS_IN_FLOAT64
 
-    def run(inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultSpec]) -> list[np.ndarray]:
+    def run(
+        inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultSpec]
+    ) -> Sequence[np.ndarray | None]:
         wide_dtype = np.dtype(_GEMM_SUMS.get() if gemm else np.float32)
         widened = _WIDENED if wide_dtype == np.float64 else _LOW_FLOATS
 
@@ -90,7 +92,9 @@ _QUANTIZED = (np.dtype(np.int8), np.dtype(np.uint8))
 def by_type(float_kernel: Kernel | None, int8_kernel: Kernel) -> Kernel:
     """The INT8 kernel for ops on int8/uint8 tensors, the float one otherwise."""
 
-    def run(inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultSpec]) -> list[np.ndarray]:
+    def run(
+        inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultSpec]
+    ) -> Sequence[np.ndarray | None]:
         if float_kernel is None or (inputs and _is_quantized(inputs[0])) or results[0].dtype in _QUANTIZED:
             return int8_kernel(inputs, attrs, results)
         return float_kernel(inputs, attrs, results)
