@@ -76,7 +76,7 @@ def test_backward_slice_inference_grows_halos_and_copies_a_shared_operand():
     """Rows [32, 64) of conv2(conv1(x)) + conv1(x), both 3x3 with pads 1: conv2 reads rows
     [31, 65) of conv1's output (its halo), the add rows [32, 64) of it (a local copy), and
     conv1 reads rows [30, 66) of x."""
-    from tpu_xdsl.backend.groups import Member, plan_step
+    from tpu_xdsl.backend.layer_groups.steps import Member, plan_step
     from tpu_xdsl.backend.slicing import OpShape
 
     attrs = {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "strides": [1, 1], "dilations": [1, 1], "group": 1}

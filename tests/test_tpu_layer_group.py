@@ -141,7 +141,7 @@ def test_a_branch_meeting_in_a_concat_runs_in_one_group_bit_for_bit(chip, tmp_pa
 
 
 def test_weights_go_clear_of_the_group_before_first():
-    from tpu_xdsl.backend.groups import _place_weights
+    from tpu_xdsl.backend.layer_groups.layout import _place_weights
 
     sizes = {"w0": 100, "w1": 350, "w2": 200}
     # [0, 1000): the group before uses [400, 800). w0 fits clear at 0; w1 fits neither in
@@ -170,7 +170,8 @@ def test_a_group_loads_the_next_groups_weights_while_it_runs(tmp_path):
 
 
 def test_buffers_are_bank_aligned_only_when_that_fits():
-    from tpu_xdsl.backend.groups import Member, allocate, areas, plan_steps
+    from tpu_xdsl.backend.layer_groups.layout import allocate, areas
+    from tpu_xdsl.backend.layer_groups.steps import Member, plan_steps
     from tpu_xdsl.backend.slicing import OpShape
 
     attrs = {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "strides": [1, 1], "dilations": [1, 1], "group": 1}

@@ -22,7 +22,7 @@ dependencies.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -35,9 +35,12 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Operation, SSAValue
 
-from tpu_xdsl.backend import channel_parts, groups, recurrent, slicing
-from tpu_xdsl.backend.group_plan import GroupPlan, GroupPlanner, kernel_attrs, op_shape
+from tpu_xdsl.backend import channel_parts, recurrent, slicing
 from tpu_xdsl.backend.lanes import lane_bytes, local_tensor
+from tpu_xdsl.backend.layer_groups import GroupPlan, GroupPlanner, Layout, ginfo_layout
+from tpu_xdsl.backend.layer_groups.cost import resident_keys
+from tpu_xdsl.backend.layer_groups.layout import layout_problem, weights_clear_of
+from tpu_xdsl.backend.op_shapes import kernel_attrs, op_shape
 from tpu_xdsl.backend.slicing import Box, OpShape
 from tpu_xdsl.device.chip import ChipConfig, chip_config
 from tpu_xdsl.device.isa import (
@@ -94,7 +97,7 @@ class _PreparedGroup:
     key, and the weights a group before it loaded ahead (key -> local tensor, load)."""
 
     plan: GroupPlan
-    layout: groups.Layout
+    layout: Layout
     ddr: dict[str, _Tensor]
     written: dict[str, SSAValue]
     prefetched: dict[str, tuple[LocalTensor, int]] = field(default_factory=dict)
@@ -275,8 +278,8 @@ class Codegen:
         for store, result in zip(stores, group.results, strict=True):
             k = keys[store.operands[0]]
             ddr[k], written[k] = self.places[result], result
-        layout = _ginfo_layout(plan, body, keys)
-        problem = groups.layout_problem(layout, plan.layout, self.chip.lmem_bytes)
+        layout = ginfo_layout(plan, body, keys)
+        problem = layout_problem(layout, plan.layout, self.chip.lmem_bytes)
         if problem:
             raise CodegenError(f"tpu.group '{name}': {problem}; run tpu-layer-group again")
         prepared = self.prepared[group] = _PreparedGroup(plan, layout, ddr, written)
@@ -292,7 +295,7 @@ class Codegen:
         following, ahead = None, []
         if after is not None and after.name == "tpu.group":
             following = self._prepare_group(after)
-            ahead = groups.weights_clear_of(following.layout, prepared.layout)
+            ahead = weights_clear_of(following.layout, prepared.layout)
         self._emit_group(prepared, following, ahead)
 
     def _emit_group(self, prepared: _PreparedGroup, following: _PreparedGroup | None = None,
@@ -314,7 +317,7 @@ class Codegen:
         resident_load: dict[str, int] = {}
         for k, (early, load) in prepared.prefetched.items():
             resident[k], resident_load[k] = early, load
-        by_member = groups.resident_keys(members, constants)
+        by_member = resident_keys(members, constants)
 
         def emit_weights(m: int) -> None:
             for k in by_member[m]:
@@ -350,7 +353,7 @@ class Codegen:
             # The next group's weights that lie in lane memory this group does not touch,
             # once whatever ran before this group is done with it.
             next_plan, next_layer = following.plan, (tensor_names(following.plan.ops[-1]) or ["group"])[0]
-            for keys in groups.resident_keys(next_plan.members, next_plan.constants):
+            for keys in resident_keys(next_plan.members, next_plan.constants):
                 for k in (k for k in keys if k in ahead):
                     place = following.ddr[k]
                     early = local_tensor(following.layout.resident[k], place.dtype, slicing.whole(place.shape),
@@ -818,28 +821,3 @@ def _int_attr(op: Operation, name: str) -> int:
     if not isinstance(attr, IntegerAttr):
         raise CodegenError(f"'{op.name}' has no integer attribute {name}")
     return int(attr.value.data)
-
-
-def _ginfo_layout(plan: GroupPlan, body: Sequence[Operation], keys: dict[SSAValue, str]) -> groups.Layout:
-    """The plan's layout with the lane addresses the group's ops carry in their ginfo."""
-    layout = replace(
-        plan.layout, resident=dict(plan.layout.resident), streamed=dict(plan.layout.streamed),
-        sizes=dict(plan.layout.sizes), buffer=dict(plan.layout.buffer), buffer_sizes=dict(plan.layout.buffer_sizes),
-    )
-    for op in body:
-        info = op.attributes.get("ginfo")
-        if info is None or op.name == "tpu.store":
-            continue
-        out_addr, out_size, buffer_addr, buffer_size = (p.value.data for p in info.parameters[:4])  # type: ignore[attr-defined]
-        if op.name == "tpu.load":
-            k = keys[op.operands[0]]
-        else:
-            k = keys[op.results[0]]
-            m = plan.ops.index(op)
-            if m in layout.buffer:
-                layout.buffer[m], layout.buffer_sizes[m] = buffer_addr, buffer_size
-        if k in plan.constants:
-            layout.resident[k], layout.resident_sizes[k] = out_addr, out_size
-        else:
-            layout.streamed[k], layout.sizes[k] = out_addr, out_size
-    return layout
