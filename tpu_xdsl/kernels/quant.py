@@ -318,7 +318,7 @@ def quantize_weights(w: np.ndarray, scales: np.ndarray, axis: int | None) -> np.
     return np.maximum(q, -127).astype(np.int8)
 
 
-def quantize_bias(b: np.ndarray, scales: np.ndarray) -> np.ndarray:
+def quantize_bias(b: np.ndarray, scales: np.ndarray | float) -> np.ndarray:
     """A float bias as int32 in units of the accumulator (input scale x weight scale)."""
     q = np.asarray(b, dtype=np.float64) / np.asarray(scales, dtype=np.float64)
     q = np.sign(q) * np.floor(np.abs(q) + 0.5)

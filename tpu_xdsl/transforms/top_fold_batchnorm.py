@@ -13,6 +13,7 @@ import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, NoneType
 from xdsl.ir import Operation, SSAValue
+from xdsl.irdl import IRDLOperation
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -110,6 +111,7 @@ class FoldBatchNorm(RewritePattern):
         attributes = dict(fused.attributes)
         if (names := names_of(op)) is not None:
             attributes["names"] = names
+        assert isinstance(fused, IRDLOperation), "TOP ops are IRDL operations"
         new_op = type(fused).build(
             operands=[fused.operands[0], weight, bias],
             result_types=[op.results[0].type],

@@ -228,6 +228,7 @@ class LoweringContext:
         found_axis = self.channel_axis(value)
         if not channels or found_axis is None or (axis is not None and found_axis != axis):
             return per_tensor
+        assert calibration.ranges, "channel_axis finds an axis only for calibrated per-channel ranges"
         ranges = np.asarray(self.weights[calibration.ranges], np.float64)
         lows, highs = ranges[0], ranges[1]
         if relu:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from xdsl.dialects.builtin import FloatAttr, TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
-from xdsl.irdl import VarOperandDef, VarResultDef
+from xdsl.irdl import IRDLOperation, VarOperandDef, VarResultDef
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 
 from tpu_xdsl.dialects import op_class
@@ -51,7 +51,7 @@ F32_BIAS_KINDS = frozenset({"top.conv", "top.deconv"})
 F32_SCALAR_KINDS = frozenset({"top.add", "top.sub", "top.mul", "top.max", "top.min"})
 
 
-def tpu_class(op: Operation) -> type[Operation]:
+def tpu_class(op: Operation) -> type[IRDLOperation]:
     target = f"tpu.{op.name.split('.', 1)[1]}"
     try:
         return op_class(target)

@@ -11,14 +11,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 
 from tpu_xdsl.dialects.attr_values import from_py
 from tpu_xdsl.dialects.quant_types import is_quantized
-from tpu_xdsl.kernels.quant import QParams, quantize_multiplier
-from tpu_xdsl.transforms.lowering.context import LoweringContext
+from tpu_xdsl.kernels.quant import quantize_multiplier
+from tpu_xdsl.transforms.lowering.context import AnyQParams, LoweringContext
 from tpu_xdsl.transforms.lowering.float_ops import tpu_class
+from tpu_xdsl.weights import is_weight
 
 ROUND_MODE = "half_away_from_zero"
 # Attributes of TOP ops that have no INT8 meaning: a fused ReLU's limit is the
@@ -43,7 +45,7 @@ class Int8Pattern(RewritePattern):
         new = self.lower(op)
         if new is None:
             return
-        data = next((v for v in new.operands if is_quantized(v.type) and v.owner.name != "top.weight"), None)
+        data = next((v for v in new.operands if is_quantized(v.type) and not is_weight(v)), None)
         for index, result in enumerate(new.results):
             self.ctx.remember_per_tensor(result, op, index, like=data)
         rewriter.replace(op, new)
@@ -79,7 +81,7 @@ def requant_attrs(multipliers: Sequence[int], rshifts: Sequence[int]) -> dict[st
     }
 
 
-def zero_point_attrs(inputs: Sequence[QParams], output: QParams | None) -> dict[str, Any]:
+def zero_point_attrs(inputs: Sequence[AnyQParams], output: AnyQParams | None) -> dict[str, Any]:
     """input_zero_points / output_zero_point, present only when some are not 0."""
     attrs: dict[str, Any] = {}
     if any(q.zero_point for q in inputs):
@@ -89,7 +91,7 @@ def zero_point_attrs(inputs: Sequence[QParams], output: QParams | None) -> dict[
     return attrs
 
 
-def per_channel_multipliers(ratios: Sequence[float]) -> tuple[list[int], list[int]]:
+def per_channel_multipliers(ratios: Sequence[float] | np.ndarray) -> tuple[list[int], list[int]]:
     """One (multiplier, rshift) per rescale factor."""
     pairs = [quantize_multiplier(float(r)) for r in ratios]
     return [m for m, _ in pairs], [r for _, r in pairs]
