@@ -103,8 +103,9 @@ def typed_constants(model: onnx.ModelProto, values: Mapping[str, np.ndarray]) ->
         dtype = np.dtype(helper.tensor_dtype_to_np_dtype(tensor_type.elem_type))
         if tensor_type.HasField("shape"):
             dims = [d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else None for d in tensor_type.shape.dim]
-            if None not in dims and int(np.prod(dims, dtype=np.int64)) == array.size:
-                array = array.reshape(dims)
+            known = [d for d in dims if d is not None]
+            if len(known) == len(dims) and int(np.prod(known, dtype=np.int64)) == array.size:
+                array = array.reshape(known)
             if array.ndim != len(dims) or any(d is not None and d != s for d, s in zip(dims, array.shape)):
                 raise ConstantInputError(
                     f"--constant-inputs: '{name}' has shape {list(array.shape)}, the model declares "

@@ -19,15 +19,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper
-from xdsl.builder import Builder, InsertPoint
+from xdsl.builder import Builder
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp, NoneType, StringAttr, TensorType
 from xdsl.ir import Attribute, Block, OpResult, Region, SSAValue
+from xdsl.irdl import IRDLOperation
+from xdsl.rewriter import InsertPoint
 
 from tpu_xdsl.dialects import Top, shapes
 from tpu_xdsl.dialects.attr_values import from_py
@@ -68,7 +70,8 @@ class OnnxImporter:
     def __post_init__(self) -> None:
         registry.load_all()
         self.opsets = {o.domain or "": o.version for o in self.model.opset_import}
-        self._top = {op.name: op for op in Top.operations}
+        # Dialect.operations is typed as plain Operation classes; TOP's are generated IRDL ones.
+        self._top = {op.name: cast(type[IRDLOperation], op) for op in Top.operations}
         self._weight_ssa: dict[tuple[str, str], SSAValue] = {}
         self._none: SSAValue | None = None
         self._used_names: set[str] = set()
@@ -132,8 +135,8 @@ class OnnxImporter:
             return value.ssa
         key = (name, str(dtype))
         if key not in self._weight_ssa:
-            (cast,) = self.emit("cast", [value.ssa], None, [value.shape], [dtype], None, f"{name}_{dtype}")
-            self._weight_ssa[key] = cast
+            (converted,) = self.emit("cast", [value.ssa], None, [value.shape], [dtype], None, f"{name}_{dtype}")
+            self._weight_ssa[key] = converted
         return self._weight_ssa[key]
 
     def weight(self, name: str, array: np.ndarray) -> SSAValue:
@@ -157,7 +160,7 @@ class OnnxImporter:
         kind: str,
         operands: Sequence[SSAValue | Sequence[SSAValue]],
         attrs: Mapping[str, Any] | None,
-        result_shapes: Sequence[Sequence[int]] | None,
+        result_shapes: Sequence[Sequence[int] | None] | None,
         dtypes: Sequence[np.dtype] | None,
         names: Sequence[str] | None,
         base_name: str | None,

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 from google.protobuf.message import DecodeError
-from onnx import helper
+from onnx import external_data_helper, helper
 from xdsl.ir import SSAValue
 
 from tpu_xdsl.errors import TpuXdslError
@@ -72,7 +72,7 @@ def load_model(path: str | Path) -> onnx.ModelProto:
     if not model.graph.node and not model.graph.output:
         raise ModelLoadError(f"{path}: not an ONNX model (no graph); pass a .onnx file")
     try:
-        onnx.external_data_helper.load_external_data_for_model(model, str(path.parent))
+        external_data_helper.load_external_data_for_model(model, str(path.parent))
     except (OSError, onnx.checker.ValidationError) as e:
         raise ModelLoadError(
             f"{path}: external data missing ({e}); keep the data files beside the model"

@@ -119,12 +119,12 @@ class Preprocess:
         if self.keep_aspect_ratio:
             ratio = min(rh / image.height, rw / image.width)
             nh, nw = max(1, round(image.height * ratio)), max(1, round(image.width * ratio))
-            resized = np.asarray(image.resize((nw, nh), Image.BILINEAR), dtype=np.float32)
+            resized = np.asarray(image.resize((nw, nh), Image.Resampling.BILINEAR), dtype=np.float32)
             canvas = np.zeros((rh, rw, *resized.shape[2:]), dtype=np.float32)
             top, left = (rh - nh) // 2, (rw - nw) // 2
             canvas[top : top + nh, left : left + nw] = resized
         else:
-            canvas = np.asarray(image.resize((rw, rh), Image.BILINEAR), dtype=np.float32)
+            canvas = np.asarray(image.resize((rw, rh), Image.Resampling.BILINEAR), dtype=np.float32)
         if canvas.shape[0] < h or canvas.shape[1] < w:
             raise PreprocessError(
                 f"--resize-dims {rh},{rw} is smaller than the model input {h},{w}"

@@ -68,7 +68,7 @@ def prelu(ctx: NodeContext) -> None:
     x_shape, slope_shape = ctx.shape(0), ctx.shape(1)
     slope = ctx.input(1)
     per_channel = (
-        ctx.opset < 7 and len(x_shape) > 2 and len(slope_shape) == 1
+        ctx.opset < 7 and ctx.rank(0) > 2 and len(slope_shape) == 1
         and slope_shape[0] == x_shape[1] != 1 and slope_shape[0] != x_shape[-1]
     )  # fmt: skip
     if per_channel:

@@ -260,6 +260,7 @@ def _window_sum(
     pool_attrs = {"kernel_shape": kernel, "strides": strides, "pads": pads,
                   "dilations": dilations, "ceil_mode": ceil_mode}  # fmt: skip
     (out_shape,) = shapes.infer_shapes("max_pool", [shape], pool_attrs)
+    assert out_shape is not None, "max_pool always has a result"
     spatial = len(kernel)
     pads = list(pads)
     for i, (size, o, k, s, d) in enumerate(

@@ -51,7 +51,7 @@ def drop_outputs(ctx: NodeContext, first: int, what: str) -> None:
                 f"output {i} '{ctx.output_name(i)}' ({what}) is not supported"
             )
         if ctx.has_output(i):
-            ctx.set_output(i, ctx.importer.values[ctx.output_name(0)].ssa)
+            ctx.set_output(i, ctx.importer.ssa(ctx.output_name(0), None))
 
 
 def const_weight(ctx: NodeContext, suffix: str, array: np.ndarray) -> SSAValue:
@@ -64,7 +64,7 @@ def output_as(
     ctx: NodeContext,
     i: int,
     kind: str,
-    operands: Sequence[SSAValue],
+    operands: Sequence[SSAValue | Sequence[SSAValue]],
     attrs: Mapping[str, Any] | None = None,
     *,
     shape: Sequence[int] | None = None,

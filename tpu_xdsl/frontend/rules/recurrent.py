@@ -15,7 +15,7 @@ import numpy as np
 from xdsl.dialects.builtin import ArrayAttr, NoneType, StringAttr, TensorType
 from xdsl.ir import Attribute, SSAValue
 
-from tpu_xdsl.dialects import Top, shapes
+from tpu_xdsl.dialects import op_class, shapes
 from tpu_xdsl.dialects.attr_values import from_py
 from tpu_xdsl.frontend.node_context import NodeContext
 from tpu_xdsl.frontend.registry import onnx_rule
@@ -81,7 +81,7 @@ def _output_optional(
     """Emit `top.<kind>` whose results are the node's outputs; an output the
     node does not name (or does not have) is a `none` result."""
     importer = ctx.importer
-    op_class = next(op for op in Top.operations if op.name == f"top.{kind}")
+    top_class = op_class(f"top.{kind}")
     operand_shapes = [
         shape_of(v) if isinstance(v.type, TensorType) else None for v in operands
     ]
@@ -93,6 +93,8 @@ def _output_optional(
     names = []
     for i, shape in enumerate(inferred):
         if ctx.has_output(i):
+            if shape is None:
+                raise ctx.error(f"the shape rule of top.{kind} gives output {i} no shape")
             result_types.append(TensorType(element_type(F32), tuple(shape)))
             names.append(ctx.output_name(i))
         else:
@@ -101,7 +103,7 @@ def _output_optional(
     importer._used_names.update(n for n in names if n)
     attributes = {k: from_py(v) for k, v in attrs.items()}
     attributes["names"] = ArrayAttr([StringAttr(n) for n in names])
-    op = op_class.build(
+    op = top_class.build(
         operands=list(operands), result_types=result_types, attributes=attributes
     )
     importer.builder.insert(op)
@@ -261,7 +263,7 @@ def rnn(ctx: NodeContext) -> None:
                     [directions, batch, hidden],
                 )
             h = _slice0(ctx, state, d, [batch, hidden])
-        steps: list[SSAValue | None] = [None] * seq
+        steps: dict[int, SSAValue] = {}
         backwards = direction == "reverse" or d == 1
         for t in reversed(range(seq)) if backwards else range(seq):
             pre = _slice0(ctx, projected, t, [batch, hidden])
@@ -279,6 +281,8 @@ def rnn(ctx: NodeContext) -> None:
                 ctx, _RNN_ACTIVATIONS[activations[d]], [pre], None, [batch, hidden]
             )
             steps[t] = h
+        if h is None:
+            raise ctx.error("an empty sequence needs an initial state (input 5)")
         finals.append(
             _emit(
                 ctx, "reshape", [h], {"shape": [1, batch, hidden]}, [1, batch, hidden]
@@ -293,7 +297,7 @@ def rnn(ctx: NodeContext) -> None:
                     {"shape": [1, 1, batch, hidden]},
                     [1, 1, batch, hidden],
                 )
-                for s in steps
+                for s in (steps[t] for t in range(seq))
             ]
             ys.append(
                 parts[0]

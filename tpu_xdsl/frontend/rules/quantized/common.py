@@ -152,7 +152,7 @@ def real_input(ctx: NodeContext, i: int, scale_at: int, zero_at: int | None, axi
     if code_scale(ctx.importer, name) is not None:
         return name
     # Codes from elsewhere (an integer model input): (q - zero_point) * scale in TOP ops.
-    centered = ctx.importer.values[centered_input(ctx, i, zero, axis)].ssa
+    centered = ctx.importer.ssa(centered_input(ctx, i, zero, axis), None)
     rank = len(value.shape)
     (real,) = ctx.emit("mul", [centered, ctx.constant(_broadcast(scale, rank, axis).astype(F32), f"in{i}_scale")])
     real_name = ctx.importer.unique_name(f"{name}_real", reserve=False)

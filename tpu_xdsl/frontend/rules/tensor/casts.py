@@ -105,10 +105,9 @@ def _off_on(ctx: NodeContext, rank: int) -> tuple[SSAValue, SSAValue]:
     values = ctx.const(2)
     if values is not None:
         values = values.reshape(-1)
-        return tuple(
-            constant(ctx, values[k], tag, dtype=dtype, rank=rank)
-            for k, tag in enumerate(("off", "on"))
-        )
+        off = constant(ctx, values[0], "off", dtype=dtype, rank=rank)
+        on = constant(ctx, values[1], "on", dtype=dtype, rank=rank)
+        return off, on
     ones = [1] * rank
     flat = data_value(ctx, 2)
     if len(ctx.shape(2)) != 1:

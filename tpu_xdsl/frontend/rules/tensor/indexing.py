@@ -144,11 +144,16 @@ def constant_of_shape(ctx: NodeContext) -> None:
     ctx.set_const(0, np.full(shape_, value.reshape(-1)[0], dtype=value.dtype))
 
 
+def _scalar(array: np.ndarray) -> np.integer | np.floating:
+    """A one-element constant as a numpy scalar of its dtype (what np.arange takes)."""
+    return array.dtype.type(array.reshape(()))
+
+
 @onnx_rule("Range", since=11)
 def range_(ctx: NodeContext) -> None:
     """A constant; run-time start, limit or delta leave its length unknown."""
     start, limit, delta = (
-        ctx.require_const(i, what).reshape(())
+        _scalar(ctx.require_const(i, what))
         for i, what in enumerate(("start", "limit", "delta"))
     )
     ctx.set_const(0, np.arange(start, limit, delta, dtype=start.dtype))

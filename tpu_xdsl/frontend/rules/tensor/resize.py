@@ -168,11 +168,11 @@ def resize_v10(ctx: NodeContext) -> None:
 
 
 def _resize_sizes(
-    ctx: NodeContext, sizes: np.ndarray, axes: list[int]
+    ctx: NodeContext, sizes_input: np.ndarray, axes: list[int]
 ) -> tuple[list[float], list[int]]:
     """Scales and output size from `sizes` (with opset 18's keep_aspect_ratio_policy)."""
     source = ctx.shape(0)
-    sizes = ints_of(sizes)
+    sizes = ints_of(sizes_input)
     if len(sizes) != len(axes):
         raise ctx.error(
             f"sizes {sizes} must have one entry per resized axis ({len(axes)})"
@@ -230,6 +230,7 @@ def resize(ctx: NodeContext) -> None:
     if sizes is not None:
         scales, target = _resize_sizes(ctx, sizes, axes)
     else:
+        assert scales_in is not None, "exactly one of scales and sizes is given"
         given = scales_in.reshape(-1).tolist()
         if len(given) != len(axes):
             raise ctx.error(
