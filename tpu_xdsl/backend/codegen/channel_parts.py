@@ -18,9 +18,10 @@ import math
 from typing import Any
 
 from tpu_xdsl.backend import slicing
+from tpu_xdsl.backend.codegen.state import CodegenState
 from tpu_xdsl.backend.lanes import lane_bytes, local_tensor
 from tpu_xdsl.backend.slicing import Box, OpShape, SlicePlan
-from tpu_xdsl.device.isa import Compute, DmaLoad, DmaStore
+from tpu_xdsl.device.isa import Compute, DmaLoad, DmaStore, LocalTensor
 
 FLOATS = ("float32", "float16", "bfloat16")
 PARTIAL = "float32"
@@ -100,61 +101,80 @@ def choose(chip, shape: OpShape, dtypes, result_dtype: str) -> tuple[list[SliceP
     return None
 
 
-def emit(codegen, op, shape: OpShape, operands, dtypes, result_dtype: str, layer: str, macs: int) -> bool:
-    """Emit the cut convolution into `codegen`'s program; False when no cut fits."""
-    chip = codegen.chip
-    chosen = choose(chip, shape, dtypes, result_dtype)
+class _Chain:
+    """Instructions one after another (the parts share their buffers)."""
+
+    def __init__(self, state: CodegenState, layer: str):
+        self.program = state.program
+        self.layer = layer
+        self.last: int | None = None
+
+    def __call__(self, cls, *args, **kwargs) -> int:
+        deps = [] if self.last is None else [self.last]
+        self.last = self.program.emit(cls, *args, deps=deps, layer=self.layer, **kwargs)
+        return self.last
+
+
+def emit(state: CodegenState, op, shape: OpShape, operands, dtypes, result_dtype: str, layer: str, macs: int) -> bool:
+    """Emit the cut convolution into `state`'s program; False when no cut fits."""
+    chosen = choose(state.chip, shape, dtypes, result_dtype)
     if chosen is None:
         return False
     plans, parts = chosen
-    ic = shape.operands[0][1]
-    program = codegen.program
-    attrs_relu = {k: v for k, v in shape.attrs.items() if k in ("do_relu", "relu_limit")}
-    last = None
-
-    def chain(cls, *args, **kwargs) -> int:
-        # One instruction after another: the parts share their buffers.
-        nonlocal last
-        last = program.emit(cls, *args, deps=[] if last is None else [last], layer=layer, **kwargs)
-        return last
-
-    total_out = max(1, math.prod(shape.results[0]))
+    chain = _Chain(state, layer)
     for plan in plans:
-        cursor = 0
-        boxes_of = [part_boxes(plan, part) for part in slicing.split_axis(ic, parts)]
-        sizes = [
-            max(lane_bytes(dtypes[i], b[i], shape.constants[i], chip.npu_num, chip.eu_bytes) for b in boxes_of)
-            if shape.operands[i] is not None else 0
-            for i in range(3)
-        ]
-        bases = []
-        for size in sizes:
-            bases.append(cursor)
-            cursor += -(-size // chip.eu_bytes) * chip.eu_bytes
-        out_box = plan.outputs[0]
-        step = -(-lane_bytes(PARTIAL, out_box, False, chip.npu_num, chip.eu_bytes) // chip.eu_bytes) * chip.eu_bytes
-        partial = local_tensor(cursor, PARTIAL, out_box)
-        accumulator = local_tensor(cursor + step, PARTIAL, out_box)
-        result = local_tensor(cursor + 2 * step, result_dtype, out_box)
-        share = math.prod(slicing.sizes(out_box)) / total_out
-        conv_attrs: dict[str, Any] = {k: v for k, v in plan.attrs.items() if k not in ("do_relu", "relu_limit")}
-        for index, boxes in enumerate(boxes_of):
-            inputs = []
-            for i in range(3):
-                box = boxes[i]
-                if operands[i] is None or box is None or (i == 2 and index > 0):
-                    inputs.append(None)
-                    continue
-                local = local_tensor(bases[i], dtypes[i], box, shape.constants[i])
-                src = codegen.places[operands[i]].view().box(tuple(s for s, _ in box), tuple(n for _, n in box))
-                chain(DmaLoad, src, local)
-                inputs.append(local)
-            target = accumulator if index == 0 else partial
-            chain(Compute, "conv", tuple(inputs), (target,), conv_attrs, macs=round(macs * share / parts))
-            if index > 0:
-                final = index == len(boxes_of) - 1
-                chain(Compute, "add", (accumulator, partial), (result if final else accumulator,),
-                      attrs_relu if final else {})
-        dst = codegen.places[op.results[0]].view().box(*(tuple(x) for x in zip(*out_box)))
-        codegen.written_by[op.results[0]] = chain(DmaStore, result, dst)
+        _emit_slice(state, chain, op, shape, operands, dtypes, result_dtype, plan, parts, macs)
     return True
+
+
+def _bases(chip, shape: OpShape, dtypes, boxes_of: list[list[Box | None]]) -> tuple[list[int], int]:
+    """Lane addresses of the input, filter and bias parts (the largest part of each), and
+    the first address after them."""
+    cursor = 0
+    bases = []
+    for i in range(3):
+        size = (max(lane_bytes(dtypes[i], b[i], shape.constants[i], chip.npu_num, chip.eu_bytes) for b in boxes_of)
+                if shape.operands[i] is not None else 0)
+        bases.append(cursor)
+        cursor += -(-size // chip.eu_bytes) * chip.eu_bytes
+    return bases, cursor
+
+
+def _emit_slice(state: CodegenState, chain: _Chain, op, shape: OpShape, operands, dtypes, result_dtype: str,
+                plan: SlicePlan, parts: int, macs: int) -> None:
+    """One output slice: per input-channel part its loads and conv, added into the
+    accumulator; the last addition writes the result, which is stored."""
+    chip = state.chip
+    ic = shape.operands[0][1]  # type: ignore[index]
+    boxes_of = [part_boxes(plan, part) for part in slicing.split_axis(ic, parts)]
+    bases, cursor = _bases(chip, shape, dtypes, boxes_of)
+    out_box = plan.outputs[0]
+    step = -(-lane_bytes(PARTIAL, out_box, False, chip.npu_num, chip.eu_bytes) // chip.eu_bytes) * chip.eu_bytes
+    partial = local_tensor(cursor, PARTIAL, out_box)
+    accumulator = local_tensor(cursor + step, PARTIAL, out_box)
+    result = local_tensor(cursor + 2 * step, result_dtype, out_box)
+    share = math.prod(slicing.sizes(out_box)) / max(1, math.prod(shape.results[0]))
+    conv_attrs: dict[str, Any] = {k: v for k, v in plan.attrs.items() if k not in ("do_relu", "relu_limit")}
+    attrs_relu = {k: v for k, v in shape.attrs.items() if k in ("do_relu", "relu_limit")}
+    for index, boxes in enumerate(boxes_of):
+        inputs = [_load_part(state, chain, operands, dtypes, shape, bases, boxes, index, i) for i in range(3)]
+        target = accumulator if index == 0 else partial
+        chain(Compute, "conv", tuple(inputs), (target,), conv_attrs, macs=round(macs * share / parts))
+        if index > 0:
+            final = index == len(boxes_of) - 1
+            chain(Compute, "add", (accumulator, partial), (result if final else accumulator,),
+                  attrs_relu if final else {})
+    dst = state.places[op.results[0]].view().box(*(tuple(x) for x in zip(*out_box)))
+    state.written_by[op.results[0]] = chain(DmaStore, result, dst)
+
+
+def _load_part(state: CodegenState, chain: _Chain, operands, dtypes, shape: OpShape, bases: list[int],
+               boxes: list[Box | None], index: int, i: int) -> LocalTensor | None:
+    """Operand i's box of part `index` loaded into its buffer (the bias in part 0 only)."""
+    box = boxes[i]
+    if operands[i] is None or box is None or (i == 2 and index > 0):
+        return None
+    local = local_tensor(bases[i], dtypes[i], box, shape.constants[i])
+    src = state.places[operands[i]].view().box(tuple(s for s, _ in box), tuple(n for _, n in box))
+    chain(DmaLoad, src, local)
+    return local

@@ -1,0 +1,24 @@
+"""Codegen: an addressed TPU module (`tpu-assign-memory`) -> a device program (`TpuModel`).
+
+Op by op, in program order:
+
+- data movement that only reorders elements (reshape, permute, slice, expand,
+  depth2space, split, concat without rescaling, pad, tile) becomes DMA copies
+  DDR -> DDR through strided views (`dma`, `strided`);
+- every other op computes in local memory over slices of its output sized so
+  that the slices fit (`allocation`: N first, then H with the halos of windows,
+  then C), per slice DMA loads, one compute, one DMA store (`slices`); a float
+  conv too large even so is also cut along its input channels (`channel_parts`);
+- LSTM and GRU split over the lanes by hidden unit (`backend.recurrent`);
+- a `tpu.group` runs as a 3-stage pipeline over its steps (`groups`).
+
+`driver` walks the module and builds the model; `state` holds what they share.
+DDR hazards need no tokens: every DDR access is on the DMA queue, which runs
+in program order. Local-memory hazards between the two engines are explicit
+dependencies.
+"""
+
+from tpu_xdsl.backend.codegen.driver import Codegen, codegen
+from tpu_xdsl.backend.codegen.state import CodegenError, op_macs
+
+__all__ = ["Codegen", "CodegenError", "codegen", "op_macs"]

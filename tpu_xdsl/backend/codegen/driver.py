@@ -1,0 +1,187 @@
+"""The whole module: every value placed in DDR, the weights written into the coefficients,
+each op emitted in program order (DMA copies, sliced computes, recurrent layers, layer
+groups), and the `TpuModel` the device runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, TensorType
+from xdsl.ir import Operation, SSAValue
+
+from tpu_xdsl.backend import recurrent
+from tpu_xdsl.backend.codegen.dma import emit_move, emit_reorder, reorders
+from tpu_xdsl.backend.codegen.groups import GroupCodegen
+from tpu_xdsl.backend.codegen.slices import emit_compute
+from tpu_xdsl.backend.codegen.state import (
+    CodegenError,
+    CodegenState,
+    DdrTensor,
+    Program,
+    ddr_addresses,
+    nbytes,
+)
+from tpu_xdsl.backend.op_shapes import kernel_attrs
+from tpu_xdsl.device.chip import ChipConfig, chip_config
+from tpu_xdsl.device.isa import dtype_name
+from tpu_xdsl.device.model_file import IoDesc, TensorDesc, TpuModel
+from tpu_xdsl.dialects.attr_values import to_py
+from tpu_xdsl.dialects.module import is_none, main_func, tensor_names
+from tpu_xdsl.dialects.quant_types import qparams_of
+from tpu_xdsl.kernels.dtypes import numpy_dtype
+from tpu_xdsl.kernels.quant import ChannelQParams
+from tpu_xdsl.weights import weight_name, weights_of
+
+_MOVES = ("split", "concat", "pad", "tile")
+
+
+class Codegen:
+    """The device program of one addressed TPU module on one chip."""
+
+    def __init__(self, module: ModuleOp, chip: ChipConfig):
+        self.module = module
+        self.chip = chip
+        self.state = CodegenState(chip, Program(chip))
+        self.groups = GroupCodegen(self.state)
+        self.weights = weights_of(module)
+        self.coefficients = bytearray()
+
+    # -- the whole module ------------------------------------------------------------
+
+    def run(self) -> TpuModel:
+        main = main_func(self.module)
+        ops = [op for op in main.body.block.ops if op.name not in ("func.return", "top.none")]
+        for op in ops:  # every place first: a group loads the next group's weights ahead
+            self._place(op)
+        for op in ops:
+            if op.name == "top.weight":
+                self._place_weight(op)
+            elif op.name == "tpu.group":
+                self.groups.emit(op)
+            elif op.name != "top.input":
+                self.lower(op)
+        return self._model(main)
+
+    def _place(self, op: Operation) -> None:
+        addresses = ddr_addresses(op)
+        # A recurrent layer's unused outputs are none results: no place.
+        tensors = [value for value in op.results if isinstance(value.type, TensorType)]
+        for value, addr in zip(tensors, addresses, strict=True):
+            t = value.type
+            assert isinstance(t, TensorType)
+            self.state.places[value] = DdrTensor(addr, tuple(t.get_shape()), dtype_name(numpy_dtype(t.element_type)))
+
+    def _place_weight(self, op: Operation) -> None:
+        place = self.state.places[op.results[0]]
+        data = np.ascontiguousarray(np.asarray(self.weights[weight_name(op)]).astype(numpy_dtype(op.results[0].type.element_type)))  # type: ignore[attr-defined]
+        raw = data.tobytes()
+        end = place.addr + len(raw)
+        if end > len(self.coefficients):
+            self.coefficients.extend(bytes(end - len(self.coefficients)))
+        self.coefficients[place.addr : end] = raw
+
+    # -- the model file's description ---------------------------------------------------
+
+    def _io(self, value: SSAValue, name: str) -> IoDesc:
+        place = self.state.places[value]
+        qparams = qparams_of(value.type, self.weights)
+        if isinstance(qparams, ChannelQParams):
+            scales = tuple(float(s) for s in qparams.scales)
+            return IoDesc(name, place.shape, place.dtype, place.addr, scales=scales, channel_axis=qparams.axis)
+        if qparams is not None:
+            return IoDesc(name, place.shape, place.dtype, place.addr, qparams.scale, qparams.zero_point)
+        return IoDesc(name, place.shape, place.dtype, place.addr)
+
+    def _outputs(self, main) -> list[IoDesc]:
+        outputs = []
+        for i, value in enumerate(main.body.block.last_op.operands):
+            owner = value.owner
+            names = tensor_names(owner) if isinstance(owner, Operation) else []
+            index = owner.results.index(value) if isinstance(owner, Operation) else 0
+            outputs.append(self._io(value, names[index] if index < len(names) else f"output{i}"))
+        return outputs
+
+    def _tensors(self) -> list[TensorDesc]:
+        """The named tensors the program writes, with the instruction completing each."""
+        tensors = []
+        for value, writer in self.state.written_by.items():
+            owner = value.owner
+            assert isinstance(owner, Operation)
+            names = tensor_names(owner)
+            index = owner.results.index(value)
+            if index >= len(names):
+                continue
+            io = self._io(value, names[index])
+            tensors.append(TensorDesc(io.name, io.shape, io.dtype, io.addr, writer, io.scale, io.zero_point, io.scales,
+                                      io.channel_axis))
+        return tensors
+
+    def _model(self, main) -> TpuModel:
+        inputs = [self._io(op.results[0], (tensor_names(op) or ["input"])[0])
+                  for op in main.body.block.ops if op.name == "top.input"]
+        outputs = self._outputs(main)
+        tensors = self._tensors()
+        attr = self.module.attributes.get("module.ddr_bytes")
+        ddr_bytes = attr.value.data if isinstance(attr, IntegerAttr) else max(
+            (p.addr + nbytes(p) for p in self.state.places.values()), default=0
+        )
+        name = self.module.attributes.get("module.name")
+        mode = self.module.attributes.get("module.mode")
+        preprocess = self.module.attributes.get("module.preprocess")
+        return TpuModel(
+            name=name.data if isinstance(name, StringAttr) else "model",
+            chip=self.chip.name,
+            mode=mode.data if isinstance(mode, StringAttr) else "F32",
+            instructions=self.state.program.instructions,
+            coefficients=bytes(self.coefficients),
+            ddr_bytes=int(ddr_bytes),
+            inputs=inputs,
+            outputs=outputs,
+            tensors=tensors,
+            groups=self.state.group_descs,
+            preprocess=to_py(preprocess) if preprocess is not None else None,
+        )
+
+    # -- one op ----------------------------------------------------------------------------
+
+    def lower(self, op: Operation) -> None:
+        kind = op.name.split(".", 1)[1]
+        layer = (tensor_names(op) or [kind])[0]
+        attrs = kernel_attrs(op)
+        if reorders(kind, attrs) and emit_reorder(self.state, op, attrs, layer):
+            return
+        if kind in _MOVES and emit_move(self.state, op, kind, attrs, layer):
+            return
+        if kind in ("lstm", "gru"):
+            self._recurrent(op, kind, attrs, layer)
+            return
+        emit_compute(self.state, op, kind, layer)
+
+    def _recurrent(self, op: Operation, kind: str, attrs: dict[str, Any], layer: str) -> None:
+        """tpu.lstm / tpu.gru split over the lanes by hidden unit (`backend.recurrent`)."""
+        places = self.state.places
+        operands = [None if is_none(v) else places[v].view() for v in op.operands]
+        results = [places[r].view() if r in places else None for r in op.results]
+        x, w = operands[0], operands[1]
+        assert x is not None and w is not None
+        shape = recurrent.recurrent_shape(kind, attrs, x.shape, x.dtype, w.dtype, len(results) > 2 and results[2] is not None)
+        where = recurrent.RecurrentPlaces(x, w, operands[2], operands[3], operands[4],  # type: ignore[arg-type]
+                                          operands[5] if len(operands) > 5 else None, *results,
+                                          *([None] if len(results) < 3 else []))
+        try:
+            emitter = recurrent.RecurrentEmitter(self.chip, self.state.program.emit, shape, where, attrs, layer)
+        except recurrent.RecurrentFitError as e:
+            raise CodegenError(f"'{op.name}' ({layer}): {e}") from None
+        emitter.run()
+        for value, name in zip(op.results, ("y", "y_h", "y_c")):
+            if name in emitter.written:
+                self.state.written_by[value] = emitter.written[name]
+
+
+def codegen(module: ModuleOp, chip_name: str | None = None) -> TpuModel:
+    """The device program of an addressed TPU module (its tpu.groups run as layer groups)."""
+    chip = module.attributes.get("module.chip")
+    name = chip_name or (chip.data if isinstance(chip, StringAttr) else "bm1684x")
+    return Codegen(module, chip_config(name)).run()
