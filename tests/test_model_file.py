@@ -306,7 +306,7 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary_file(tmp_path: Path
     def disk_full(*args):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("tpu_xdsl.device.model_file.os.replace", disk_full)
+    monkeypatch.setattr("tpu_xdsl.files.os.replace", disk_full)
     with pytest.raises(ModelFileError, match="m.tpumodel: cannot write \\(No space left on device\\)"):
         save_model(small_model(name="other"), path)
     assert path.read_bytes() == before

@@ -1,0 +1,302 @@
+"""Validation of a parsed header: every field decoded and checked, the model built.
+
+The decoders raise a short ValueError; callers add where it happened (`within`).
+The writer runs the same decoders on what it writes, so save refuses what load
+would refuse.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from tpu_xdsl.device.isa import (
+    DTYPE_SIZES,
+    INSTRUCTIONS,
+    DdrView,
+    Instruction,
+    LocalTensor,
+)
+from tpu_xdsl.device.model_file.format import (
+    FIELDS_TABLE,
+    FORMAT_VERSION,
+    GROUP_FIELDS,
+    HEADER_KEYS,
+    IO_FIELDS,
+    OPERANDS,
+    TENSOR_FIELDS,
+)
+from tpu_xdsl.device.model_file.model import GroupDesc, IoDesc, TensorDesc, TpuModel
+
+
+def show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def model_from_header(header: Any, blob: bytes) -> TpuModel:
+    """The model the parsed header describes; ValueError naming the field that is wrong.
+
+    The decoders below raise a short ValueError; callers add where it happened."""
+    _check_keys(header)
+    layers, attrs_table, rows = _tables(header)
+    groups = [GroupDesc(**check_group(g, f"groups[{i}]")) for i, g in enumerate(within("groups", decode_list, header["groups"]))]
+    instructions = [
+        _instruction(row, position, layers, attrs_table, len(groups)) for position, row in enumerate(rows)
+    ]
+    ddr_bytes = within("ddr_bytes", decode_int, header["ddr_bytes"])
+    inputs, outputs, tensors = (within(key, decode_list, header[key]) for key in ("inputs", "outputs", "tensors"))
+    if ddr_bytes < len(blob):
+        raise ValueError(f"ddr_bytes {ddr_bytes} is less than the {len(blob)} coefficient bytes")
+    return TpuModel(
+        name=within("name", decode_str, header["name"]),
+        chip=within("chip", decode_str, header["chip"]),
+        mode=within("mode", decode_str, header["mode"]),
+        instructions=instructions,
+        coefficients=blob,
+        ddr_bytes=ddr_bytes,
+        inputs=[IoDesc(**check_desc(d, IO_FIELDS, f"inputs[{i}]")) for i, d in enumerate(inputs)],
+        outputs=[IoDesc(**check_desc(d, IO_FIELDS, f"outputs[{i}]")) for i, d in enumerate(outputs)],
+        tensors=[TensorDesc(**check_desc(d, TENSOR_FIELDS, f"tensors[{i}]")) for i, d in enumerate(tensors)],
+        groups=groups,
+        version=FORMAT_VERSION,
+        preprocess=_preprocess(header.get("preprocess")),
+    )
+
+
+
+def _check_keys(header: Any) -> None:
+    """A JSON object with every key of the header, and this version's `fields` table."""
+    if type(header) is not dict:
+        raise ValueError("the header is not a JSON object")
+    missing = [key for key in HEADER_KEYS if key not in header]
+    if missing:
+        raise ValueError(f"missing {', '.join(missing)}")
+    if header["fields"] != FIELDS_TABLE:
+        raise ValueError(f"its `fields` table differs from version {FORMAT_VERSION}'s")
+
+
+def _tables(header: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]], list[Any]]:
+    """The `layers` and `attrs` tables and the instruction rows, their count checked."""
+    layers = within("layers", decode_strs, header["layers"])
+    attrs_table = within("attrs", decode_list, header["attrs"])
+    for index, attrs in enumerate(attrs_table):
+        within(f"attrs[{index}]", decode_object, attrs)
+    rows = within("instructions", decode_list, header["instructions"])
+    count = within("instruction_count", decode_int, header["instruction_count"])
+    if count != len(rows):
+        raise ValueError(f"instruction_count is {count} but there are {len(rows)} instructions")
+    return layers, attrs_table, rows
+
+
+def _preprocess(value: Any) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    return within("preprocess", decode_object, value)
+
+
+def program_problem(instructions: list[Instruction]) -> str | None:
+    """What breaks the program's order (ids 0..n-1, dependencies on earlier instructions), if anything."""
+    for position, instruction in enumerate(instructions):
+        if type(instruction.id) is not int or instruction.id != position:
+            return f"{_name(instruction, position)} has id {instruction.id!r}; ids must be 0, 1, 2, ... in program order"
+        for dep in instruction.deps:
+            if not (type(dep) is int and 0 <= dep < position):
+                return f"{_name(instruction, position)} depends on instruction {dep!r}, which does not come before it"
+    return None
+
+
+def _name(instruction: Instruction, position: int) -> str:
+    return f"instruction {position} ({type(instruction).__name__}, layer {instruction.layer or '-'})"
+
+
+def within(where: str, decode: Callable[[Any], Any], value: Any) -> Any:
+    try:
+        return decode(value)
+    except ValueError as e:
+        raise ValueError(f"{where}: {e}") from None
+
+
+def decode_int(value: Any) -> int:
+    if type(value) is not int:
+        raise ValueError(f"expected an integer, got {show(value)}")
+    return value
+
+
+def decode_str(value: Any) -> str:
+    if type(value) is not str:
+        raise ValueError(f"expected a string, got {show(value)}")
+    return value
+
+
+def decode_list(value: Any) -> list[Any]:
+    if type(value) is not list:
+        raise ValueError(f"expected a list, got {show(value)}")
+    return value
+
+
+def decode_object(value: Any) -> dict[str, Any]:
+    if type(value) is not dict:
+        raise ValueError(f"expected an object, got {show(value)}")
+    return value
+
+
+def _ints(value: Any) -> tuple[int, ...]:
+    if type(value) is list:
+        for v in value:
+            if type(v) is not int:
+                break
+        else:
+            return tuple(value)
+    raise ValueError(f"expected a list of integers, got {show(value)}")
+
+
+def decode_strs(value: Any) -> list[str]:
+    if type(value) is not list or not set(map(type, value)) <= {str}:
+        raise ValueError(f"expected a list of strings, got {show(value)}")
+    return value
+
+
+def _number(value: Any) -> float:
+    if type(value) not in (int, float):
+        raise ValueError(f"expected a number, got {show(value)}")
+    return value
+
+
+def _number_or_null(value: Any) -> float | None:
+    return None if value is None else _number(value)
+
+
+def _dtype(value: Any) -> str:
+    if type(value) is not str or value not in DTYPE_SIZES:
+        raise ValueError(f"unknown dtype {show(value)}")
+    return value
+
+
+def _ddr_view(value: Any) -> DdrView:
+    if type(value) is not list or len(value) != 4:
+        raise ValueError(f"expected [addr, dtype, shape, strides], got {show(value)}")
+    addr, dtype, shape, strides = value
+    view = DdrView(
+        within("addr", decode_int, addr), within("dtype", _dtype, dtype),
+        within("shape", _ints, shape), within("strides", _ints, strides),
+    )
+    if len(view.shape) != len(view.strides):
+        raise ValueError(f"{len(view.shape)} dims but {len(view.strides)} strides")
+    return view
+
+
+def _local_tensor(value: Any) -> LocalTensor:
+    if type(value) is not list or len(value) != 5:
+        raise ValueError(f"expected [addr, dtype, shape4, view, eu_align], got {show(value)}")
+    addr, dtype, shape4, view, eu_align = value
+    shape4 = within("shape4", _ints, shape4)
+    if len(shape4) != 4:
+        raise ValueError(f"shape4 has {len(shape4)} dims, not 4")
+    if type(eu_align) is not bool:
+        raise ValueError(f"eu_align is {show(eu_align)}, not true or false")
+    return LocalTensor(
+        within("addr", decode_int, addr), within("dtype", _dtype, dtype), shape4,  # type: ignore[arg-type]
+        within("view", _ints, view), eu_align,
+    )
+
+
+def _locals(value: Any) -> tuple[LocalTensor, ...]:
+    return tuple(_local_tensor(t) for t in decode_list(value))
+
+
+def _locals_or_null(value: Any) -> tuple[LocalTensor | None, ...]:
+    return tuple(None if t is None else _local_tensor(t) for t in decode_list(value))
+
+
+DECODE: dict[str, Callable[[Any], Any]] = {
+    "ddr": _ddr_view,
+    "local": _local_tensor,
+    "locals": _locals,
+    "locals_or_null": _locals_or_null,
+    "number": _number,
+    "attrs": decode_int,  # an index into the `attrs` table, resolved by _instruction
+    "int": decode_int,
+    "str": decode_str,
+}
+
+# Each row after its `op`: the field names and their decoders (`layer` is an index too).
+_ROW_DECODERS = {
+    op: (
+        ("id", decode_int), ("deps", _ints), ("layer", decode_int), ("group", decode_int),
+        *((name, DECODE[kind]) for name, kind in operands),
+    )
+    for op, operands in OPERANDS.items()
+}
+
+
+def _instruction(
+    row: Any, position: int, layers: list[str], attrs_table: list[dict[str, Any]], groups: int
+) -> Instruction:
+    if type(row) is not list or not row or type(row[0]) is not str or row[0] not in OPERANDS:
+        raise ValueError(f"instruction {position}: not an instruction: {show(row)}")
+    op = row[0]
+    decoders = _ROW_DECODERS[op]
+    if len(row) != 1 + len(decoders):
+        raise ValueError(f"instruction {position} ({op}): {len(row)} fields, not {1 + len(decoders)}")
+    values = {}
+    for (name, decode), value in zip(decoders, row[1:], strict=True):
+        try:
+            values[name] = decode(value)
+        except ValueError as e:
+            raise ValueError(f"instruction {position} ({op}): {name}: {e}") from None
+    if not 0 <= values["layer"] < len(layers):
+        raise ValueError(f"instruction {position} ({op}): layer {values['layer']} is not an index of `layers`")
+    values["layer"] = layers[values["layer"]]
+    try:
+        check_group_index(values["group"], groups)
+    except ValueError as e:
+        raise ValueError(f"instruction {position} ({op}): {e}") from None
+    if "attrs" in values:
+        if not 0 <= values["attrs"] < len(attrs_table):
+            raise ValueError(f"instruction {position} ({op}): attrs {values['attrs']} is not an index of `attrs`")
+        values["attrs"] = attrs_table[values["attrs"]]
+    ident = values.pop("id")
+    return INSTRUCTIONS[op](ident, **values)
+
+
+def check_desc(data: Any, names: tuple[str, ...], where: str) -> dict[str, Any]:
+    """The fields of an IoDesc or TensorDesc (`channel_axis` optional, 1 when absent)."""
+    if type(data) is not dict or set(data) - {"channel_axis"} != set(names):
+        raise ValueError(f"{where}: expected an object with the fields {', '.join(names)} (and channel_axis)")
+    values = {
+        "name": within(f"{where}.name", decode_str, data["name"]),
+        "shape": within(f"{where}.shape", _ints, data["shape"]),
+        "dtype": within(f"{where}.dtype", decode_str, data["dtype"]),
+        "addr": within(f"{where}.addr", decode_int, data["addr"]),
+        "scale": within(f"{where}.scale", _number_or_null, data["scale"]),
+        "zero_point": within(f"{where}.zero_point", decode_int, data["zero_point"]),
+        "scales": None,
+        "channel_axis": within(f"{where}.channel_axis", decode_int, data.get("channel_axis", 1)),
+    }
+    if data["scales"] is not None:
+        scales = within(f"{where}.scales", decode_list, data["scales"])
+        values["scales"] = tuple(within(f"{where}.scales", _number, s) for s in scales)
+    if "written_by" in names:
+        values["written_by"] = within(f"{where}.written_by", decode_int, data["written_by"])
+    return values
+
+
+def check_group_index(index: Any, groups: int) -> None:
+    if not -1 <= within("group", decode_int, index) < groups:
+        raise ValueError(f"group {index} is neither -1 nor an index of `groups`")
+
+
+def check_group(data: Any, where: str) -> dict[str, Any]:
+    """The fields of a GroupDesc."""
+    if type(data) is not dict or set(data) != set(GROUP_FIELDS):
+        raise ValueError(f"{where}: expected an object with the fields {', '.join(GROUP_FIELDS)}")
+    values = {
+        "name": within(f"{where}.name", decode_str, data["name"]),
+        "ops": tuple(within(f"{where}.ops", decode_strs, data["ops"])),
+        "n_slices": within(f"{where}.n_slices", decode_int, data["n_slices"]),
+        "h_slices": within(f"{where}.h_slices", decode_int, data["h_slices"]),
+    }
+    if values["n_slices"] < 1 or values["h_slices"] < 1:
+        raise ValueError(f"{where}: {values['n_slices']} x {values['h_slices']} slices; both must be at least 1")
+    return values
