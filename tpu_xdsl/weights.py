@@ -9,8 +9,10 @@ Weights never sit inline in the IR.
 from __future__ import annotations
 
 import weakref
+import zipfile
 from collections.abc import Iterator, Mapping, MutableMapping
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, TensorType
@@ -185,6 +187,15 @@ def save_weights(module: ModuleOp, path: str | Path) -> None:
 
 def write_npz_atomic(path: str | Path, arrays: Mapping[str, np.ndarray]) -> None:
     """Write an `.npz` via a temporary file in the same folder, then rename: no partial files."""
-    write_atomic(path, lambda f: np.savez(f, **arrays), binary=True)
+    write_atomic(path, lambda f: write_npz(f, arrays), binary=True)
+
+
+def write_npz(file: BinaryIO, arrays: Mapping[str, np.ndarray]) -> None:
+    """What np.savez writes (one uncompressed `.npy` member per array), for any array name:
+    np.savez(f, **arrays) takes an array named `allow_pickle` as its flag and drops it."""
+    with zipfile.ZipFile(file, mode="w", compression=zipfile.ZIP_STORED, allowZip64=True) as archive:
+        for name, array in arrays.items():
+            with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, np.asanyarray(array), allow_pickle=True)
 
 

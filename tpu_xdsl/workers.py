@@ -14,6 +14,7 @@ first, so what a tool writes from them is the same on one process, a pool or a c
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
 import socket
@@ -86,7 +87,7 @@ class _Ray:
         self.pool = ActorPool(actors)
 
     def map(self, method: str, items: Sequence[Any]) -> list[Any]:
-        return list(self.pool.map(lambda actor, item: actor.call.remote(method, item), items))
+        return list(self.pool.map(lambda actor, item: actor.call.remote(method, item), list(items)))
 
 
 @contextmanager
@@ -158,7 +159,7 @@ def _ray_workers(factory: Callable[..., Any], args: tuple, jobs: int, address: s
     import ray
 
     try:
-        ray.init(address=address, logging_level="ERROR", log_to_driver=False)
+        ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False)
     except (ConnectionError, RuntimeError) as e:
         raise ClusterError(f"--cluster {address}: cannot join the cluster ({str(e).splitlines()[0]})") from e
     try:

@@ -46,7 +46,8 @@ class ZooModel:
         from tpu_xdsl.frontend.preprocess import Preprocess, parse_floats, parse_ints
 
         return Preprocess(
-            mean=parse_floats(self.mean, "mean"), scale=parse_floats(self.scale, "scale"),
+            # The defaults of `tpu-xdsl transform` when a flag is absent.
+            mean=parse_floats(self.mean, "mean") or [0.0], scale=parse_floats(self.scale, "scale") or [1.0],
             pixel_format=self.pixel_format, resize_dims=parse_ints(self.resize_dims, "resize_dims"),
         )
 
@@ -194,10 +195,12 @@ def lower_model(name: str, folder: Path, mode: str, chip: str, samples: int = 16
     scikit-image's text crops (random normal data for light models, which take no images),
     and lower it to TPU `mode` for `chip`. Files go to `folder`."""
     import numpy as np
+    from xdsl.dialects.builtin import TensorType
 
     from tpu_xdsl.calibration.calibrator import Options, calibrate
     from tpu_xdsl.calibration.dataset import Dataset, SampleLoader
     from tpu_xdsl.calibration.table import write_table
+    from tpu_xdsl.dialects.module import main_func
     from tpu_xdsl.frontend.onnx_importer import import_onnx
     from tpu_xdsl.frontend.onnx_model import load_model
     from tpu_xdsl.ir_io import save_module
@@ -219,7 +222,9 @@ def lower_model(name: str, folder: Path, mode: str, chip: str, samples: int = 16
     data.mkdir(exist_ok=True)
     if light:
         rng = np.random.default_rng(0)
-        shape = result.module.body.block.first_op.function_type.inputs.data[0].get_shape()
+        input_type = main_func(result.module).function_type.inputs.data[0]
+        assert isinstance(input_type, TensorType), "the importer types every input as a tensor"
+        shape = input_type.get_shape()
         for n in range(samples):
             np.savez(data / f"s{n:02d}.npz", rng.standard_normal(shape).astype(np.float32))
     else:
