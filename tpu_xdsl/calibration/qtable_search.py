@@ -33,14 +33,8 @@ from pathlib import Path
 import numpy as np
 
 from tpu_xdsl.errors import TpuXdslError
+from tpu_xdsl.kernels.op_kinds import EXACT_ON_CODES
 
-# TOP ops that move or select data: exact in INT8 (codes in, the same codes out), so they
-# never need a float mode and are not worth a sensitivity run.
-DATA_MOVEMENT = frozenset({
-    "reshape", "permute", "squeeze", "unsqueeze", "flatten", "slice", "split", "concat", "pad",
-    "max_pool", "relu", "depth2space", "space2depth", "tile", "gather", "transpose", "upsample",
-    "shuffle_channel", "expand", "identity", "reverse", "strided_slice",
-})
 # TOP ops that are not computations at all.
 _NOT_OPS = frozenset({"top.input", "top.weight", "top.none"})
 MAC_KINDS = {"top.conv": "conv", "top.deconv": "deconv", "top.matmul": "matmul"}
@@ -303,7 +297,7 @@ def candidates(module, chip: str) -> list[Candidate]:
             continue
         kind = op.name.removeprefix("top.")
         names = tensor_names(op)
-        if not names or kind in DATA_MOVEMENT:
+        if not names or kind in EXACT_ON_CODES:  # exact in INT8: never worth a float mode
             continue
         macs = op_macs(MAC_KINDS[op.name], op) if op.name in MAC_KINDS else 0
         found.append(Candidate(names[0], kind, macs))

@@ -33,12 +33,13 @@ from xdsl.ir import Operation, SSAValue
 
 from tpu_xdsl.dialects.attr_values import to_py
 from tpu_xdsl.dialects.module import tensor_names
+from tpu_xdsl.kernels import op_kinds
 
 SKIPPED_OPS = ("top.weight", "top.none")
 # Ranks that have a channel axis (per-channel ranges are kept for these).
 CHANNEL_RANKS = (2, 3, 4, 5)
 # Ops that keep the element order of each row of the last axis when the last dimension stays.
-_RESHAPES = ("top.reshape", "top.flatten", "top.squeeze", "top.unsqueeze")
+_RESHAPES = frozenset(f"top.{kind}" for kind in op_kinds.RESHAPES)
 # Ops whose result mixes the channels of its input: their result's axis comes from the op alone.
 _MIXING = ("top.conv", "top.deconv", "top.matmul", "top.layer_norm")
 

@@ -19,9 +19,10 @@ from xdsl.pattern_rewriter import (
 )
 
 from tpu_xdsl.dialects.module import names_of
+from tpu_xdsl.kernels import op_kinds
 from tpu_xdsl.transforms.matching import build, producer, replace_with, shape
 
-_RESHAPES = ("reshape", "squeeze", "unsqueeze", "flatten")
+_RESHAPES = tuple(sorted(op_kinds.RESHAPES))
 
 
 class FoldReshapeChain(RewritePattern):

@@ -12,10 +12,11 @@ from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, Rewrite
 
 from tpu_xdsl.dialects.attr_values import from_py
 from tpu_xdsl.dialects.module import names_of
+from tpu_xdsl.kernels import op_kinds
 from tpu_xdsl.transforms.matching import attr
 
 # Ops with a fused ReLU clipped at `relu_limit` (see irdl/top.irdl).
-_LIMITED = ("conv", "deconv", "matmul", "add", "sub", "mul", "scale", "max_pool", "avg_pool")
+_LIMITED = op_kinds.FUSES_RELU
 # Ops with a fused ReLU but no limit.
 _UNLIMITED = ("concat",)
 

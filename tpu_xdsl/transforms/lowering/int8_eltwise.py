@@ -26,7 +26,7 @@ from xdsl.rewriter import Rewriter
 
 from tpu_xdsl.dialects.attr_values import from_py, op_attrs
 from tpu_xdsl.dialects.quant_types import quantized_type
-from tpu_xdsl.kernels import ResultSpec, load_all
+from tpu_xdsl.kernels import ResultSpec, load_all, op_kinds
 from tpu_xdsl.kernels.quant import (
     ChannelQParams,
     QParams,
@@ -47,13 +47,9 @@ from tpu_xdsl.transforms.lowering.int8_common import (
 )
 from tpu_xdsl.transforms.matching import shape
 
-UNARY_LUT_KINDS = (
-    "relu", "leaky_relu", "clip", "elu", "sigmoid", "silu", "hard_sigmoid", "hard_swish", "tanh",
-    "softplus", "mish", "gelu", "exp", "log", "sqrt", "rsqrt", "reciprocal", "abs", "neg", "erf",
-    "sin", "cos", "sign", "floor", "ceil", "round",
-)
+UNARY_LUT_KINDS = tuple(sorted(op_kinds.UNARY))
 # Binary ops that are a function of one tensor when the other operand is a scalar constant.
-BINARY_LUT_KINDS = ("add", "sub", "mul", "div", "pow", "max", "min")
+BINARY_LUT_KINDS = tuple(sorted(op_kinds.BINARY))
 
 
 def scalar_operand(ctx, op: Operation) -> tuple[int, np.ndarray] | None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 from xdsl.ir import Operation, SSAValue
 
+from tpu_xdsl.kernels import op_kinds
 from tpu_xdsl.kernels.conv_pool import tap_counts
 from tpu_xdsl.kernels.quant import ChannelQParams
 from tpu_xdsl.transforms.lowering.context import (
@@ -39,13 +40,12 @@ from tpu_xdsl.transforms.lowering.int8_common import (
 )
 from tpu_xdsl.transforms.matching import attr, shape
 
-DATA_MOVEMENT_KINDS = (
-    "reshape", "flatten", "squeeze", "unsqueeze", "permute", "slice", "split", "tile", "expand",
-    "depth2space", "upsample", "pad", "interp",
-)
+# Ops that move elements and keep each channel's values whole (concat and gather have their
+# own patterns), nearest interpolation among them.
+DATA_MOVEMENT_KINDS = tuple(sorted((op_kinds.MOVEMENT - {"concat", "gather"}) | op_kinds.RESIZE))
 
 
-_RESHAPES = ("reshape", "flatten", "squeeze", "unsqueeze")
+_RESHAPES = op_kinds.RESHAPES
 
 
 def moved_axis(op: Operation, axis: int | None) -> int | None:
