@@ -22,13 +22,9 @@ from tpu_xdsl.dialects.shapes.registry import (
     ShapeError,
     shape_rule,
 )
+from tpu_xdsl.kernels import op_kinds
 
-_SAME_SHAPE = (
-    "sqrt", "rsqrt", "exp", "log", "abs", "neg", "sigmoid", "hard_swish", "silu",
-    "tanh", "erf", "reciprocal", "floor", "ceil", "round", "sin", "cos", "softplus",
-    "mish", "sign", "relu", "leaky_relu", "elu", "clip", "hard_sigmoid", "gelu",
-    "cast", "requant", "load", "store",
-)  # fmt: skip
+_SAME_SHAPE = tuple(sorted(op_kinds.SAME_SHAPE))
 
 
 @shape_rule(*_SAME_SHAPE, operands=("input",))
