@@ -257,7 +257,7 @@ class TensorHistograms:
             counts = np.zeros(self.bins, dtype=np.int64)
         if name in self.counts:
             self.counts[name] += counts
-            self.zeros[name] += zeros
+            self.zeros[name] += int(zeros)
         else:
             self.counts[name] = counts.astype(np.int64)
             self.zeros[name] = int(zeros)

@@ -63,13 +63,14 @@ class RemoveIdentityReshape(RewritePattern):
         if any(not use.operation.name.startswith("top.") for use in op.results[0].uses):
             owner = source.owner
             names = names_of(op)
+            if not isinstance(owner, Operation) or names is None:
+                return
             renamable = (
-                isinstance(owner, Operation)
-                and owner.name not in ("top.input", "top.weight")
+                owner.name not in ("top.input", "top.weight")
                 and len(owner.results) == 1
                 and source.has_one_use()
             )
-            if not renamable or names is None:
+            if not renamable:
                 return
             owner.attributes["names"] = names
             rewriter.notify_op_modified(owner)
