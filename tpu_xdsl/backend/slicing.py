@@ -31,20 +31,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tpu_xdsl.kernels import op_kinds
 from tpu_xdsl.kernels.conv_pool import spatial_params
 
 Box = tuple[tuple[int, int], ...]
 
-ELEMENTWISE = {
-    "add", "sub", "mul", "div", "max", "min", "pow", "sqrt", "rsqrt", "exp", "log", "abs", "neg",
-    "sigmoid", "hard_swish", "silu", "tanh", "erf", "reciprocal", "floor", "ceil", "round", "sin", "cos",
-    "softplus", "mish", "sign", "relu", "leaky_relu", "elu", "prelu", "clip", "hard_sigmoid", "gelu",
-    "scale", "batch_norm", "cast", "lut", "requant", "compare", "logical", "where",
-}
+ELEMENTWISE = op_kinds.ELEMENTWISE
 # Rank-1 constant operands of these ops run along axis 1 (per channel), not the last axis.
 CHANNEL_VECTORS = {"scale", "batch_norm"}
-WINDOW = {"conv", "max_pool", "avg_pool"}
-RESIZE = {"interp", "upsample"}
+WINDOW = op_kinds.WINDOW
+RESIZE = op_kinds.RESIZE
 
 
 def whole(shape: Sequence[int]) -> Box:

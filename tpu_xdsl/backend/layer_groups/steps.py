@@ -27,8 +27,9 @@ from dataclasses import dataclass, field
 
 from tpu_xdsl.backend import slicing
 from tpu_xdsl.backend.slicing import Box, OpShape, SlicePlan
+from tpu_xdsl.kernels import op_kinds
 
-GROUPABLE = slicing.ELEMENTWISE | slicing.WINDOW | {"concat"}
+GROUPABLE = op_kinds.ELEMENTWISE | op_kinds.WINDOW | {"concat"}
 
 
 @dataclass(frozen=True)
