@@ -553,3 +553,19 @@ def test_a_per_channel_table_of_the_wrong_height_names_both_shapes():
     assert lut([(1, 8, 3), (3, 256)], {"channel_axis": 2}, None) == [(1, 8, 3)]
     with pytest.raises(ShapeError, match=r"operand 'table' 3x256 should be 4x256"):
         lut([(1, 4, 8), (3, 256)], {}, None)
+
+
+@pytest.mark.parametrize(
+    "op, operands, message",
+    [
+        # A list where one tensor is expected used to pass through relu unchecked
+        # (the "shape" [1x2] came back as the result) and crash concat with a TypeError.
+        ("relu", [[(1, 2)]], "operand 'input' must be a tensor, not a list \\[1x2\\]"),
+        ("conv", [(1, 3, 8, 8), (4, 3, 3, 3), [(4,)]], "operand 'bias' must be a tensor"),
+        ("concat", [(1, 2)], "operand 'inputs' 1x2 must be a list of tensors"),
+    ],
+)
+def test_a_variadic_list_and_a_single_tensor_are_not_confused(op, operands, message):
+    """Rules narrow each operand: one tensor (or none) is not a variadic list, and back."""
+    with pytest.raises(ShapeError, match=message):
+        infer_shapes(op, operands, {"axis": 0})

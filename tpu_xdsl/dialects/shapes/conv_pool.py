@@ -21,6 +21,7 @@ from tpu_xdsl.dialects.shapes.registry import (
     Attrs,
     Declared,
     Operands,
+    OperandShape,
     Shape,
     ShapeError,
     shape_rule,
@@ -72,11 +73,14 @@ class _Window:
         return out - 1 if (out - 1) * s >= size + self.pads[i] else out
 
 
-def _kernel(attrs: Attrs, x: Shape | None, w: Shape | None) -> list[int]:
-    """kernel_shape (from the filter when absent), ranks of input and filter checked."""
+def _kernel(
+    attrs: Attrs, x: OperandShape, w: Shape | None
+) -> tuple[list[int], Shape]:
+    """kernel_shape (from the filter when absent) and the input, whose rank (and the
+    filter's) is checked against it."""
     default = list(w[2:]) if w is not None else _REQUIRED
     kernel = _ints(attrs, "kernel_shape", default)
-    _rank("input", x, 2 + len(kernel))
+    x = _rank("input", x, 2 + len(kernel))
     if w is not None:
         _rank("filter", w, 2 + len(kernel))
         if list(w[2:]) != kernel:
@@ -84,7 +88,7 @@ def _kernel(attrs: Attrs, x: Shape | None, w: Shape | None) -> list[int]:
                 f"attribute 'kernel_shape' = {fmt_value(kernel)} differs from the "
                 f"spatial dims of operand 'filter' {fmt(w)}"
             )
-    return kernel
+    return kernel, x
 
 
 def _group(attrs: Attrs) -> int:
@@ -99,7 +103,8 @@ def conv(ins: Operands, attrs: Attrs, outs: Declared) -> list[Shape | None]:
     O = floor((D + pad_begin + pad_end - dilation*(K-1) - 1) / stride) + 1."""
     x, w, bias = ins
     w = _require("filter", w)
-    win = _Window.read(attrs, _kernel(attrs, x, w))
+    kernel, x = _kernel(attrs, x, w)
+    win = _Window.read(attrs, kernel)
     group = _group(attrs)
     if x[1] != w[1] * group:
         raise ShapeError(
@@ -123,7 +128,8 @@ def deconv(ins: Operands, attrs: Attrs, outs: Declared) -> list[Shape | None]:
     NxMxO..., O = stride*(D-1) + output_padding + dilation*(K-1) + 1 - pads."""
     x, w, bias = ins
     w = _require("filter", w)
-    win = _Window.read(attrs, _kernel(attrs, x, w))
+    kernel, x = _kernel(attrs, x, w)
+    win = _Window.read(attrs, kernel)
     group = _group(attrs)
     n = len(win.kernel)
     out_pad = _ints(attrs, "output_padding", [0] * n, n)
@@ -155,8 +161,8 @@ def deconv(ins: Operands, attrs: Attrs, outs: Declared) -> list[Shape | None]:
 def pool(ins: Operands, attrs: Attrs, outs: Declared) -> list[Shape | None]:
     """ONNX MaxPool/AveragePool: output size as conv, ceil instead of floor
     with ceil_mode."""
-    x = ins[0]
-    win = _Window.read(attrs, _kernel(attrs, x, None))
+    kernel, x = _kernel(attrs, ins[0], None)
+    win = _Window.read(attrs, kernel)
     ceil_mode = _bool(attrs, "ceil_mode")
     spatial = [win.out_size(i, d, ceil_mode) for i, d in enumerate(x[2:])]
     return [(x[0], x[1], *spatial)]

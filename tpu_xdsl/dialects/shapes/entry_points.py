@@ -10,7 +10,7 @@ from typing import Any
 
 from xdsl.dialects.builtin import NoneType, TensorType
 from xdsl.ir import Attribute, Operation
-from xdsl.irdl import OptionalDef, VariadicDef
+from xdsl.irdl import IRDLOperation, OpDef, OptionalDef, VariadicDef
 from xdsl.utils.exceptions import VerifyException
 
 from tpu_xdsl.dialects.shapes.helpers import fmt, fmt_value, to_python
@@ -82,9 +82,16 @@ def _shape_of(type_: Attribute) -> Shape | None:
     raise _NotStatic()
 
 
+def _definition(op: Operation) -> OpDef:
+    """The IRDL definition of `op`'s class: the ops with a shape rule are IRDL ops."""
+    if not isinstance(op, IRDLOperation):
+        raise TypeError(f"'{op.name}' is not an IRDL op: its shapes cannot be verified")
+    return type(op).get_irdl_definition()
+
+
 def _operand_shapes(op: Operation, names: Sequence[str]) -> list[OperandShape]:
     """The shapes of the operands `names` of `op`, looked up on its IRDL definition."""
-    fields = {n.rstrip("_"): (n, d) for n, d in type(op).get_irdl_definition().operands}
+    fields = {n.rstrip("_"): (n, d) for n, d in _definition(op).operands}
     shapes: list[OperandShape] = []
     for name in names:
         field, definition = fields[name]
@@ -101,7 +108,7 @@ def _operand_shapes(op: Operation, names: Sequence[str]) -> list[OperandShape]:
 def _result_names(op: Operation) -> list[str]:
     """One name per result of `op`: the field name, indexed for variadic fields."""
     names: list[str] = []
-    for field, definition in type(op).get_irdl_definition().results:
+    for field, definition in _definition(op).results:
         value = getattr(op, field)
         name = field.rstrip("_")
         if isinstance(definition, OptionalDef):

@@ -9,7 +9,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tpu_xdsl.dialects.attr_values import to_py
-from tpu_xdsl.dialects.shapes.registry import Declared, OperandShape, Shape, ShapeError
+from tpu_xdsl.dialects.shapes.registry import (
+    Declared,
+    OperandShape,
+    Shape,
+    ShapeError,
+    Variadic,
+)
 
 # xDSL attribute -> Python value: one converter for the whole project.
 to_python = to_py
@@ -119,36 +125,53 @@ def _axes(axes: Sequence[int], rank: int, name: str, what: str = "") -> list[int
     return out
 
 
-def _require(name: str, shape: Shape | None) -> Shape:
+def _require(name: str, shape: OperandShape) -> Shape:
+    """A single tensor operand: neither none nor a variadic list."""
     if shape is None:
         raise ShapeError(f"operand '{name}' must be a tensor, not none")
+    if isinstance(shape, list):
+        raise ShapeError(f"operand '{name}' must be a tensor, not a list {fmt(shape)}")
     return shape
 
 
-def _rank(name: str, shape: Shape | None, rank: int) -> Shape:
+def _optional(name: str, shape: OperandShape) -> Shape | None:
+    """An optional tensor operand: a shape or none, not a variadic list."""
+    return None if shape is None else _require(name, shape)
+
+
+def _variadic(name: str, shape: OperandShape) -> Variadic:
+    """A variadic operand: the list of its shapes."""
+    if not isinstance(shape, list):
+        raise ShapeError(f"operand '{name}' {fmt(shape)} must be a list of tensors")
+    return shape
+
+
+def _rank(name: str, shape: OperandShape, rank: int) -> Shape:
     shape = _require(name, shape)
     if len(shape) != rank:
         raise ShapeError(f"operand '{name}' {fmt(shape)} must have rank {rank}")
     return shape
 
 
-def _min_rank(name: str, shape: Shape | None, rank: int) -> Shape:
+def _min_rank(name: str, shape: OperandShape, rank: int) -> Shape:
     shape = _require(name, shape)
     if len(shape) < rank:
         raise ShapeError(f"operand '{name}' {fmt(shape)} must have rank >= {rank}")
     return shape
 
 
-def _expect(name: str, shape: Shape | None, expected: Shape, why: str) -> None:
+def _expect(name: str, shape: OperandShape, expected: Shape, why: str) -> None:
     """Check an optional operand's shape equals `expected` (skipped when none)."""
+    shape = _optional(name, shape)
     if shape is not None and tuple(shape) != expected:
         raise ShapeError(
             f"operand '{name}' has shape {fmt(shape)}, expected {fmt(expected)} {why}"
         )
 
 
-def _numel(name: str, shape: Shape | None, count: int, why: str) -> None:
+def _numel(name: str, shape: OperandShape, count: int, why: str) -> None:
     """Check an optional operand holds `count` elements (skipped when none)."""
+    shape = _optional(name, shape)
     if shape is not None and math.prod(shape) != count:
         raise ShapeError(
             f"operand '{name}' {fmt(shape)} has {math.prod(shape)} elements, "
@@ -176,8 +199,9 @@ def broadcast(*named: tuple[str, Shape]) -> Shape:
     return tuple(out)
 
 
-def _broadcasts_to(name: str, shape: Shape | None, target: Shape, what: str) -> None:
+def _broadcasts_to(name: str, shape: OperandShape, target: Shape, what: str) -> None:
     """Check an optional operand broadcasts (unidirectionally) to `target`."""
+    shape = _optional(name, shape)
     if shape is None:
         return
     ok = len(shape) <= len(target) and all(

@@ -13,6 +13,7 @@ from tpu_xdsl.dialects.shapes.helpers import (
     _ints,
     _min_rank,
     _numel,
+    _optional,
     _positive,
     _require,
     broadcast,
@@ -22,6 +23,7 @@ from tpu_xdsl.dialects.shapes.registry import (
     Attrs,
     Declared,
     Operands,
+    OperandShape,
     Shape,
     ShapeError,
     shape_rule,
@@ -56,26 +58,28 @@ def layer_norm(ins: Operands, attrs: Attrs, outs: Declared) -> list[Shape | None
     return [x]
 
 
-def _channels(x: Shape | None) -> int:
-    return _min_rank("input", x, 2)[1]
+def _channels(x: OperandShape) -> tuple[Shape, int]:
+    """The input (rank >= 2 checked) and its channel count."""
+    x = _min_rank("input", x, 2)
+    return x, x[1]
 
 
 @shape_rule("instance_norm", operands=("input", "scale", "bias"))
 def instance_norm(ins: Operands, attrs: Attrs, outs: Declared) -> list[Shape | None]:
     """Same shape; scale and bias hold one value per channel."""
-    c = _channels(ins[0])
+    x, c = _channels(ins[0])
     for name, shape in zip(("scale", "bias"), ins[1:]):
         _numel(name, _require(name, shape), c, "(one per channel)")
-    return [ins[0]]
+    return [x]
 
 
 @shape_rule("batch_norm", operands=("input", "scale", "bias", "mean", "variance"))
 def batch_norm(ins: Operands, attrs: Attrs, outs: Declared) -> list[Shape | None]:
     """Same shape; scale, bias, mean and variance hold one value per channel."""
-    c = _channels(ins[0])
+    x, c = _channels(ins[0])
     for name, shape in zip(("scale", "bias", "mean", "variance"), ins[1:]):
         _numel(name, _require(name, shape), c, "(one per channel)")
-    return [ins[0]]
+    return [x]
 
 
 @shape_rule("scale", operands=("input", "scale", "bias"))
@@ -87,20 +91,29 @@ def scale(ins: Operands, attrs: Attrs, outs: Declared) -> list[Shape | None]:
 @shape_rule("group_norm", operands=("input", "scale", "bias"))
 def group_norm(ins: Operands, attrs: Attrs, outs: Declared) -> list[Shape | None]:
     """Same shape; num_groups divides the channels; scale/bias per channel or group."""
-    c = _channels(ins[0])
+    x, c = _channels(ins[0])
     groups = _int(attrs, "num_groups")
     if groups < 1 or c % groups:
         raise ShapeError(
             f"attribute 'num_groups' = {groups} does not divide the {c} channels "
-            f"of operand 'input' {fmt(ins[0])}"
+            f"of operand 'input' {fmt(x)}"
         )
-    for name, shape in zip(("scale", "bias"), ins[1:]):
+    for name, operand in zip(("scale", "bias"), ins[1:]):
+        shape = _optional(name, operand)
         if shape is not None and math.prod(shape) not in (c, groups):
             raise ShapeError(
                 f"operand '{name}' {fmt(shape)} has {math.prod(shape)} elements, "
                 f"expected {c} (one per channel) or {groups} (one per group)"
             )
-    return [ins[0]]
+    return [x]
+
+
+def _matrix(shape: Shape, front: bool) -> Shape:
+    """numpy matmul's promotion of a vector to a matrix: a 1 put in front (the left
+    operand) or at the back (the right one); other shapes unchanged."""
+    if len(shape) != 1:
+        return shape
+    return (1, *shape) if front else (*shape, 1)
 
 
 @shape_rule("matmul", operands=("input", "right", "bias"))
@@ -113,8 +126,7 @@ def matmul(ins: Operands, attrs: Attrs, outs: Declared) -> list[Shape | None]:
         a = (*a[:-2], a[-1], a[-2])
     if _bool(attrs, "right_transpose") and len(b) >= 2:
         b = (*b[:-2], b[-1], b[-2])
-    a2 = (1, *a) if len(a) == 1 else a
-    b2 = (*b, 1) if len(b) == 1 else b
+    a2, b2 = _matrix(a, front=True), _matrix(b, front=False)
     if a2[-1] != b2[-2]:
         raise ShapeError(
             f"operands 'input' {fmt(ins[0])} and 'right' {fmt(ins[1])} do not "

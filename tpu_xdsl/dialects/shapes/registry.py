@@ -10,7 +10,13 @@ from typing import Any
 from tpu_xdsl.errors import TpuXdslError
 
 Shape = tuple[int, ...]
-OperandShape = Shape | None | list[Shape | None]
+"""A static tensor shape."""
+Variadic = list[Shape | None]
+"""The shapes a variadic operand holds, one per value."""
+OperandShape = Shape | None | Variadic
+"""One operand as a rule receives it: a shape, None for a none (or absent optional)
+operand, a list for a variadic one. Rules narrow it with the helpers' `_require`
+(a tensor), `_optional` (a tensor or none) and `_variadic` (a list)."""
 Operands = Sequence[OperandShape]
 Declared = Sequence[Shape | None]
 

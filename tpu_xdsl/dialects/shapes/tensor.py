@@ -22,6 +22,7 @@ from tpu_xdsl.dialects.shapes.helpers import (
     _rank,
     _require,
     _str,
+    _variadic,
     broadcast,
     fmt,
     fmt_value,
@@ -83,7 +84,8 @@ def permute(ins: Operands, attrs: Attrs, outs: Declared) -> list[Shape | None]:
 @shape_rule("concat", operands=("inputs",))
 def concat(ins: Operands, attrs: Attrs, outs: Declared) -> list[Shape | None]:
     """Sizes along `axis` add up; all other dims are equal."""
-    xs = [_require(f"inputs[{i}]", s) for i, s in enumerate(ins[0])]
+    inputs = _variadic("inputs", ins[0])
+    xs = [_require(f"inputs[{i}]", s) for i, s in enumerate(inputs)]
     if not xs:
         raise ShapeError("operand 'inputs' must hold at least one tensor")
     first = xs[0]
