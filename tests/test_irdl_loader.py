@@ -255,3 +255,25 @@ def test_parse_cache_gives_the_same_dialect_and_survives_corruption(tmp_path):
     cached[0].write_text("{not json")
     third = load_irdl_dialects(TOY_IRDL, "toy.irdl", cache_dir=tmp_path)[0]
     assert len(third.operations) == len(first.operations)
+
+
+def test_a_region_constrained_to_no_entry_arguments_verifies():
+    """`irdl.region()` (no entry arguments) used to build a length constraint of the
+    int 0, so verifying any op with such a region raised AttributeError."""
+    irdl_text = """
+irdl.dialect @rt {
+  irdl.operation @scope {
+    %body = irdl.region()
+    irdl.regions(body: %body)
+  }
+}
+"""
+    (dialect,) = load_irdl_dialects(irdl_text, "rt.irdl")
+    ctx = Context()
+    for d in (Builtin, Test, dialect):
+        ctx.load_dialect(d)
+    empty = '"rt.scope"() ({\n  "test.termop"() : () -> ()\n}) : () -> ()'
+    Parser(ctx, empty).parse_module().verify()
+    with_arg = '"rt.scope"() ({\n^bb0(%a: i8):\n  "test.termop"() : () -> ()\n}) : () -> ()'
+    with pytest.raises(VerifyException, match="entry arguments do not verify"):
+        Parser(ctx, with_arg).parse_module().verify()

@@ -51,7 +51,21 @@ Top = _load("top.irdl", _context)
 _context.load_dialect(Top)
 Tpu = _load("tpu.irdl", _context)
 
-_OP_CLASSES = {op.name: op for op in (*Top.operations, *Tpu.operations)}
+
+
+def _irdl_classes(*dialects: Dialect) -> dict[str, type[IRDLOperation]]:
+    """The op classes of `dialects` by full name; the loader builds IRDL ops only
+    (xDSL's `Dialect.operations` types them as any `Operation`)."""
+    classes: dict[str, type[IRDLOperation]] = {}
+    for dialect in dialects:
+        for op in dialect.operations:
+            if not issubclass(op, IRDLOperation):
+                raise TypeError(f"'{op.name}' of {dialect.name} is not an IRDL op")
+            classes[op.name] = op
+    return classes
+
+
+_OP_CLASSES = _irdl_classes(Top, Tpu)
 
 
 def op_class(name: str) -> type[IRDLOperation]:

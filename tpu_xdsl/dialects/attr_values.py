@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, cast
 
 from xdsl.dialects.builtin import (
+    AnyFloat,
     ArrayAttr,
     BoolAttr,
     DenseArrayBase,
@@ -34,13 +35,22 @@ def to_py(attr: Attribute) -> Any:
         case ArrayAttr():
             return [to_py(a) for a in attr.data]
         case DenseArrayBase():
-            return list(attr.get_values())
+            return _dense_values(attr)
         case DictionaryAttr():
             return {k: to_py(v) for k, v in attr.data.items()}
         case UnitAttr():
             return True
         case _:
             return attr
+
+
+def _dense_values(attr: DenseArrayBase) -> list[int] | list[float]:
+    """The values of a dense array, ints or floats by its element type. The casts name
+    the element type the check found: xDSL's `get_values` overloads take one element
+    type, not the union a bare `DenseArrayBase` carries."""
+    if isinstance(attr.elt_type, IntegerType):
+        return list(cast(DenseArrayBase[IntegerType], attr).get_values())
+    return list(cast(DenseArrayBase[AnyFloat], attr).get_values())
 
 
 def op_attrs(op: Operation) -> dict[str, Any]:

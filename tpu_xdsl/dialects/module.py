@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Operation, OpResult, SSAValue
 
 from tpu_xdsl.errors import TpuXdslError
 
@@ -46,9 +46,10 @@ def output_names(module: ModuleOp) -> list[str]:
     assert ret is not None
     names = []
     for i, value in enumerate(ret.operands):
-        owner = value.owner
-        owned = tensor_names(owner) if isinstance(owner, Operation) else []
-        index = value.index if hasattr(value, "index") else 0
+        # An op's result is named by its op; a returned block argument is not named.
+        owned, index = [], 0
+        if isinstance(value, OpResult):
+            owned, index = tensor_names(value.owner), value.index
         names.append(owned[index] if index < len(owned) else f"output{i}")
     return names
 

@@ -28,6 +28,7 @@ from xdsl.irdl import (
     AttrSizedResultSegments,
     BaseAttr,
     EqAttrConstraint,
+    EqIntConstraint,
     IRDLOperation,
     ParamAttrConstraint,
     RangeLengthConstraint,
@@ -89,7 +90,7 @@ _BUILTIN_BASES: dict[str, type[Attribute]] = {
     "#builtin.integer": builtin.IntegerAttr,
     "#builtin.string": builtin.StringAttr,
     "#builtin.symbol_ref": builtin.SymbolRefAttr,
-    "#builtin.type": builtin.TypeAttribute,
+    "#builtin.type": TypeAttribute,
     "#builtin.unit": builtin.UnitAttr,
     "!builtin.bf16": builtin.BFloat16Type,
     "!builtin.complex": builtin.ComplexType,
@@ -369,7 +370,7 @@ class _DialectBuilder:
                         f"region '{name}': constrained entry block arguments "
                         "other than none are not supported",
                     )
-                entry_args = RangeLengthConstraint(RangeOf(AnyAttr()), 0)
+                entry_args = RangeLengthConstraint(RangeOf(AnyAttr()), EqIntConstraint(0))
             field = region_def("single_block" if single else None, entry_args=entry_args)
             self.add_field(namespace, op_name, name, field)
 

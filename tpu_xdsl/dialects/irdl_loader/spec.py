@@ -90,7 +90,8 @@ def extract_spec(module: ModuleOp) -> list[dict[str, Any]]:
             continue
         types, ops = [], []
         for entry in dialect_op.body.block.ops:
-            table, ids = _entry_constraints(entry.body.block) if entry.regions else ({}, {})
+            # An entry's one region is its body (irdl.type, irdl.attribute, irdl.operation).
+            table, ids = _entry_constraints(entry.regions[0].block) if entry.regions else ({}, {})
             if isinstance(entry, irdl.TypeOp | irdl.AttributeOp):
                 params = [
                     [name.data, ids[value]]
