@@ -21,12 +21,25 @@ def module_file(module: str) -> Path | None:
     return None
 
 
+def _runtime_nodes(tree: ast.AST):
+    """Every node of the tree but those under `if TYPE_CHECKING:` (imports for annotations,
+    never run)."""
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        yield node
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            todo.extend(node.orelse)
+            continue
+        todo.extend(ast.iter_child_nodes(node))
+
+
 @cache
 def imports(path: Path) -> frozenset[str]:
-    """Every module the file imports (absolute names; `from a import b` gives a.b when
-    a.b is a module, else a)."""
+    """Every module the file imports when it runs (absolute names; `from a import b` gives
+    a.b when a.b is a module, else a)."""
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in _runtime_nodes(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -78,3 +91,59 @@ def test_only_the_cli_imports_the_cli():
             continue
         cli = [m for m in imports(path) if m.startswith("tpu_xdsl.tools")]
         assert not cli, f"{path.relative_to(PACKAGE.parent)} imports {cli}"
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_cycles() -> list[set[str]]:
+    """The strongly connected components of more than one module of the package's import
+    graph (Tarjan's algorithm)."""
+    graph: dict[str, set[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        targets = {module_file(m) for m in imports(path) if m.startswith("tpu_xdsl")}
+        graph[module_name(path)] = {module_name(t) for t in targets if t is not None} - {module_name(path)}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[set[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = set()
+            while not component or w != v:
+                w = stack.pop()
+                component.add(w)
+            if len(component) > 1:
+                cycles.append(component)
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return cycles
+
+
+# A registry and the modules of rules it loads (the only cycles allowed): `load_all` imports
+# the rules, and each rule module imports the registry to register itself.
+REGISTRIES = {
+    "tpu_xdsl.kernels": "tpu_xdsl.kernels.",
+    "tpu_xdsl.frontend.registry": ("tpu_xdsl.frontend.rules", "tpu_xdsl.frontend.control_flow"),
+}
+
+
+def test_the_only_import_cycles_are_registries_and_their_rules():
+    for cycle in import_cycles():
+        registry = next((r for r in REGISTRIES if r in cycle), None)
+        assert registry is not None, f"an import cycle: {sorted(cycle)}"
+        rules = cycle - {registry}
+        assert all(m.startswith(REGISTRIES[registry]) for m in rules), f"{registry}'s cycle holds {sorted(rules)}"

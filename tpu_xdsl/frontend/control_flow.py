@@ -26,6 +26,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from tpu_xdsl.errors import TpuXdslError
+from tpu_xdsl.frontend.onnx_model import CONTROL_FLOW_OPS
 from tpu_xdsl.frontend.registry import onnx_rule
 
 if TYPE_CHECKING:
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
     from tpu_xdsl.frontend.onnx_importer import OnnxImporter
     from tpu_xdsl.frontend.onnx_model import OnnxValue
 
-OP_TYPES = {"If", "Loop", "Scan"}
+OP_TYPES = CONTROL_FLOW_OPS
 # Loop and Scan are unrolled at import up to this many iterations.
 MAX_UNROLLED_ITERATIONS = 1024
 # Ops whose results differ run to run: both branches of an If cannot run side by side.
@@ -249,9 +250,10 @@ def import_loop(ctx: NodeContext) -> None:
 
 def _check_bound(ctx: NodeContext, iterations: int) -> None:
     if iterations > MAX_UNROLLED_ITERATIONS:
+        known = ctx.op_type != "Loop" or ctx.has_input(0)
+        count = iterations if known else f"more than {MAX_UNROLLED_ITERATIONS}"
         raise ctx.error(
-            f"runs {iterations if ctx.op_type != 'Loop' or ctx.has_input(0) else 'more than ' + str(MAX_UNROLLED_ITERATIONS)} "
-            f"iterations; Loop and Scan are unrolled at import up to {MAX_UNROLLED_ITERATIONS} "
+            f"runs {count} iterations; Loop and Scan are unrolled at import up to {MAX_UNROLLED_ITERATIONS} "
             "(control_flow.MAX_UNROLLED_ITERATIONS)"
         )
 

@@ -38,6 +38,7 @@ from tpu_xdsl.frontend import registry
 from tpu_xdsl.frontend.folding import FoldError, NodeFolder
 from tpu_xdsl.frontend.node_context import ImportResult, NodeContext
 from tpu_xdsl.frontend.onnx_model import (
+    CONTROL_FLOW_OPS,
     F32,
     ImportRuleError,
     NeedsConstantError,
@@ -184,7 +185,10 @@ class OnnxImporter:
         ]
         if names is None:
             assert base_name is not None
-            names = [self.unique_name(base_name if len(result_types) == 1 else f"{base_name}_{i}") for i in range(len(result_types))]
+            names = [
+                self.unique_name(base_name if len(result_types) == 1 else f"{base_name}_{i}")
+                for i in range(len(result_types))
+            ]
         else:
             # A node may have more outputs than the op has results (e.g. Dropout's mask).
             names = list(names)[: len(result_types)]
@@ -238,9 +242,8 @@ class OnnxImporter:
                 "module.platform": StringAttr("ONNX"),
             }
         )
-        from tpu_xdsl.frontend.rules.quantized import attach_model_scales
-
-        attach_model_scales(self, module)  # a pre-quantized model's scales become its calibration
+        for hook in registry.AFTER_IMPORT:  # a pre-quantized model's scales become its calibration
+            hook(self, module)
         used = {
             op.attributes["names"].data[0].data  # type: ignore[union-attr]
             for op in block.ops
@@ -317,10 +320,8 @@ class OnnxImporter:
     def _note_unsupported_within(self, node: onnx.NodeProto) -> None:
         """Record op types without a rule in a node that cannot be imported, and in its
         subgraphs (a control-flow op that was not inlined)."""
-        from tpu_xdsl.frontend import control_flow
-
         domain, opset = self.opset_of(node)
-        if node.op_type in control_flow.OP_TYPES and domain == "":
+        if node.op_type in CONTROL_FLOW_OPS and domain == "":
             for attr in node.attribute:
                 for graph in (*([attr.g] if attr.HasField("g") else []), *attr.graphs):
                     for inner in unfoldable_nodes(graph):
@@ -367,7 +368,9 @@ class OnnxImporter:
         at the model's opset. A failure is recorded against the node's outputs, so an error
         about a value that had to be constant can say which node could not be evaluated."""
         node = ctx.node
-        if node.op_type in _NEVER_FOLD or any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute):
+        if node.op_type in _NEVER_FOLD or any(
+            a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute
+        ):
             return False
         present = [n for n in node.input if n]
         if any(self.values[n].const is None for n in present):

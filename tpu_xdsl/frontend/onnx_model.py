@@ -16,6 +16,8 @@ from xdsl.ir import SSAValue
 from tpu_xdsl.errors import TpuXdslError
 
 F32 = np.dtype(np.float32)
+# ONNX ops with subgraphs, inlined or unrolled at import (`frontend.control_flow`).
+CONTROL_FLOW_OPS = frozenset({"If", "Loop", "Scan"})
 
 
 class ModelLoadError(TpuXdslError):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from tpu_xdsl.frontend.node_context import NodeContext
@@ -60,6 +60,18 @@ def onnx_rule(
         return rule
 
     return register
+
+
+# Run on the finished TOP module, in registration order, by rule families that see the
+# model as a whole (a pre-quantized model's scales become its calibration): the importer
+# calls them without importing the rules.
+AFTER_IMPORT: list[Callable[[Any, Any], None]] = []
+
+
+def after_import(hook: Callable[[Any, Any], None]) -> Callable[[Any, Any], None]:
+    """Register `hook(importer, module)` to run when an import has built its module."""
+    AFTER_IMPORT.append(hook)
+    return hook
 
 
 def find_rule(op_type: str, opset: int, domain: str = "") -> Rule | None:

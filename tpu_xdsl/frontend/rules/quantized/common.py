@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import onnx
 from onnx import helper
@@ -10,13 +12,15 @@ from xdsl.ir import SSAValue
 from tpu_xdsl.calibration.model_scales import TensorScale
 from tpu_xdsl.frontend import registry
 from tpu_xdsl.frontend.node_context import NodeContext
-from tpu_xdsl.frontend.onnx_importer import OnnxImporter
 from tpu_xdsl.frontend.rules.quantized.model import (
     CODE_TYPES,
     F32,
     OUTPUT_DTYPES,
     quantization,
 )
+
+if TYPE_CHECKING:
+    from tpu_xdsl.frontend.onnx_importer import OnnxImporter
 
 # Ops that move or select int8 codes without changing their scale: onnxruntime runs them
 # on the codes of QOperator models, TOP on the real values they stand for.

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import onnx
@@ -13,7 +14,10 @@ from xdsl.ir import SSAValue
 from xdsl.rewriter import Rewriter
 
 from tpu_xdsl.calibration.model_scales import MODEL_SOURCE, SOURCE_ATTR, TensorScale
-from tpu_xdsl.frontend.onnx_importer import OnnxImporter
+from tpu_xdsl.frontend import registry
+
+if TYPE_CHECKING:
+    from tpu_xdsl.frontend.onnx_importer import OnnxImporter
 
 F32 = np.dtype(np.float32)
 MS = "com.microsoft"
@@ -93,6 +97,7 @@ def quantization(importer: OnnxImporter) -> ModelQuantization:
     return importer.__dict__.setdefault("quantization", ModelQuantization())
 
 
+@registry.after_import
 def attach_model_scales(importer: OnnxImporter, module: ModuleOp) -> None:
     """Give every tensor of @main with a model scale its calibrated type; mark the module
     calibrated by the model. Prints the notes of the import."""
