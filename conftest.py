@@ -9,7 +9,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     for outcome in ("passed", "failed", "xfailed", "xpassed"):
         for report in terminalreporter.stats.get(outcome, []):
             nodeid = getattr(report, "nodeid", "")
-            if "tests/conformance/" not in nodeid or getattr(report, "when", "call") != "call" and outcome in ("passed", "failed"):
+            if (
+                "tests/conformance/" not in nodeid
+                or getattr(report, "when", "call") != "call"
+                and outcome in ("passed", "failed")
+            ):
                 continue
             suite = nodeid.split("::")[0].rsplit("/", 1)[-1].removesuffix(".py")
             counts.setdefault(suite, {}).setdefault(outcome, 0)

@@ -28,9 +28,9 @@ with those flags (--bc and --search-threshold for the mode's scheme), to measure
 with and without.
 " +qtable" adds the quantize table `tpu-xdsl search-qtable` finds on the first --search
 calibration samples: for INT8 a mean cosine of 0.99 with F16 float ops, for BF16 0.999 with
-F32 ones ("BF16 +qtable"); its search time is a column. nudenet (YOLOv8n) is evaluated on scikit-image's photos (`zoo.write_photo_samples`),
-its agreement the IoU of the anchors F32 and the mode call detections (best class score
-> 0.25, Ultralytics' default confidence).
+F32 ones ("BF16 +qtable"); its search time is a column. nudenet (YOLOv8n) is evaluated on
+scikit-image's photos (`zoo.write_photo_samples`), its agreement the IoU of the anchors F32
+and the mode call detections (best class score > 0.25, Ultralytics' default confidence).
 """
 
 from __future__ import annotations

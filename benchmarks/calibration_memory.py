@@ -94,7 +94,8 @@ def main() -> int:
         samples.mkdir()
         zoo.write_photo_samples(samples, max(counts))
         print(f"tpu-xdsl calibrate {entry.name} --method kl --histogram-bins 2048; {os.cpu_count()} cores")
-        print(f"{'samples':>7} {'jobs':>4} {'wall s':>7} {'s/sample':>8} {'peak RSS MiB (tree)':>20} {'largest process MiB':>20}")
+        print(f"{'samples':>7} {'jobs':>4} {'wall s':>7} {'s/sample':>8} "
+              f"{'peak RSS MiB (tree)':>20} {'largest process MiB':>20}")
         peaks: dict[int, dict[int, float]] = {}
         for j in jobs:
             for count in counts:

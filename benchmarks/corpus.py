@@ -468,7 +468,10 @@ def fmt(value) -> str:
 
 def table(rows: list[dict]) -> str:
     lines = [
-        "| model | family | stage | cosine vs ORT | torch f16 cosine | names kept | device check | pass | seconds | first error |",
+        (
+            "| model | family | stage | cosine vs ORT | torch f16 cosine "
+            "| names kept | device check | pass | seconds | first error |"
+        ),
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:

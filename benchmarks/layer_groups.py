@@ -97,14 +97,17 @@ def main() -> int:
                 if not same:
                     misses.append(f"{name} on {chip_name}: outputs differ with and without groups")
                 if d1 > DDR_TARGET * d0:
-                    misses.append(f"{name} on {chip_name}: DDR traffic {d1 / d0:.2f}x without groups (target <= {DDR_TARGET})")
+                    misses.append(f"{name} on {chip_name}: DDR traffic {d1 / d0:.2f}x "
+                                  f"without groups (target <= {DDR_TARGET})")
                 if name == RESNET and c1 > BOUND_TARGET * bound:
-                    misses.append(f"{name} on {chip_name}: latency {c1 / bound:.2f}x the roofline bound (target <= {BOUND_TARGET})")
+                    misses.append(f"{name} on {chip_name}: latency {c1 / bound:.2f}x "
+                                  f"the roofline bound (target <= {BOUND_TARGET})")
                 if name == RESNET and t1 > COMPILE_TARGET_S:
                     misses.append(f"{name} on {chip_name}: deploy took {t1:.1f} s (target <= {COMPILE_TARGET_S:g} s)")
 
     print(f"{'model':<18} {'chip':<8} {'groups':>6} {'ms no LG':>9} {'ms LG':>8} {'LG/no':>6} {'DDR MB no':>9} "
-          f"{'DDR MB LG':>9} {'LG/no':>6} {'bound ms':>8} {'LG/bound':>8} {'deploy s no':>11} {'deploy s LG':>11} {'same':>5}")
+          f"{'DDR MB LG':>9} {'LG/no':>6} {'bound ms':>8} {'LG/bound':>8} "
+          f"{'deploy s no':>11} {'deploy s LG':>11} {'same':>5}")
     for name, chip_name, count, ms0, ms1, d0, d1, bound_ms, t0, t1, same in rows:
         print(f"{name:<18} {chip_name:<8} {count:>6} {ms0:>9.3f} {ms1:>8.3f} {ms1 / ms0:>6.2f} {d0 / 1e6:>9.1f} "
               f"{d1 / 1e6:>9.1f} {d1 / d0:>6.2f} {bound_ms:>8.3f} {ms1 / bound_ms:>8.2f} {t0:>11.1f} {t1:>11.1f} "

@@ -91,7 +91,8 @@ def main() -> int:
         ratio = top_ms / ort_ms
         worst = max(worst, ratio)
         print(
-            f"{name:<20} {'x'.join(map(str, shape)):<16} {flops:7.2f} {ort_ms:9.1f} {top_ms:9.1f} {ratio:8.2f} {cosine:9.6f}"
+            f"{name:<20} {'x'.join(map(str, shape)):<16} {flops:7.2f} "
+            f"{ort_ms:9.1f} {top_ms:9.1f} {ratio:8.2f} {cosine:9.6f}"
         )
     print(f"worst TOP/ORT ratio {worst:.2f} (target <= 2)")
     return 0

@@ -146,8 +146,11 @@ def main() -> int:
 
     threads = [int(t) for t in args.threads.split(",")]
     pinned = ", ".join(f"{v}={os.environ[v]}" for v in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE") if v in os.environ)
-    print(f"BLAS: {blas_kernels()} ({pinned or 'OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE unset'}); onnxruntime {ort.__version__}")
-    header = f"{'model':<18} {'GMAC':>6} {'threads':>7} {'ORT F32 ms':>11} {'TPU INT8 ms':>12} {'INT8/F32':>9} {'cosine':>8}"
+    print(f"BLAS: {blas_kernels()} ({pinned or 'OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE unset'}); "
+          f"onnxruntime {ort.__version__}")
+    header = (
+        f"{'model':<18} {'GMAC':>6} {'threads':>7} {'ORT F32 ms':>11} {'TPU INT8 ms':>12} {'INT8/F32':>9} {'cosine':>8}"
+    )
     gated: float | None = None
     with tempfile.TemporaryDirectory(prefix="tpu_int8_bench_") as tmp:
         deployments = [build(name, Path(tmp) / name) for name in args.models.split(",")]

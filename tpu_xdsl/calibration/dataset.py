@@ -77,7 +77,8 @@ class Dataset:
             lines = listing.read_text().splitlines()
         except (OSError, UnicodeDecodeError) as e:
             reason = e.strerror if isinstance(e, OSError) else "not a text file"
-            raise DatasetError(f"{source}: cannot read the list ({reason}); give a text file with one sample path per line") from e
+            raise DatasetError(f"{source}: cannot read the list ({reason}); "
+                               "give a text file with one sample path per line") from e
         paths = []
         for number, line in enumerate(lines, start=1):
             text = line.split("#", 1)[0].strip()
@@ -106,7 +107,8 @@ class Dataset:
             return
         shapes = input_shapes(module)
         if len(shapes) != 1:
-            raise DatasetError(f"{images[0]}: an image can feed a single-input model; this one has {len(shapes)} inputs")
+            raise DatasetError(f"{images[0]}: an image can feed a single-input "
+                               f"model; this one has {len(shapes)} inputs")
         preprocess = Preprocess.from_module(module) or Preprocess()
         try:
             channels, _, _ = preprocess.model_hw(shapes[0])

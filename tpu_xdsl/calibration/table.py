@@ -80,7 +80,10 @@ class CalibrationTable:
         if self.channels:
             lines += [
                 "###",
-                "# per-channel ranges (axis 1, or #channel:AXIS): #channel op_name channels min_0 max_0 min_1 max_1 ...",
+                (
+                    "# per-channel ranges (axis 1, or #channel:AXIS): "
+                    "#channel op_name channels min_0 max_0 min_1 max_1 ..."
+                ),
             ]
         for name, (low, high) in self.channels.items():
             pairs = " ".join(f"{lo:.7f} {hi:.7f}" for lo, hi in zip(low, high, strict=True))

@@ -71,7 +71,11 @@ def _fake_quant_functions(runner: ModuleRunner, op: Operation, name: str, thresh
 
 
 def run_fake_quantized(
-    runner: ModuleRunner, producers: Mapping[str, Operation], inputs: Mapping[str, np.ndarray], name: str, threshold: float
+    runner: ModuleRunner,
+    producers: Mapping[str, Operation],
+    inputs: Mapping[str, np.ndarray],
+    name: str,
+    threshold: float,
 ) -> list[np.ndarray]:
     """The outputs of @main with tensor `name` fake-quantized at `threshold`."""
     interpreter = Interpreter(runner.module)
@@ -144,7 +148,9 @@ def tune(
             if score > best_score:
                 best_value, best_score = value, score
         assert best_value is not None and default_score is not None
-        results.append(TuneResult(name, candidates[name][method], best_value, options[best_value], default_score, best_score))
+        results.append(
+            TuneResult(name, candidates[name][method], best_value, options[best_value], default_score, best_score)
+        )
     return results
 
 

@@ -236,7 +236,8 @@ def check_feeds(feeds: Mapping[str, np.ndarray], stages: Sequence[Stage], path: 
             missing = [n for n in names if n not in feeds]
             if missing:
                 raise StageError(
-                    f"{path}: has no input '{missing[0]}' of the {stage.label} stage (it has {', '.join(sorted(feeds))})"
+                    f"{path}: has no input '{missing[0]}' of the "
+                    f"{stage.label} stage (it has {', '.join(sorted(feeds))})"
                 )
         aligned = align_feeds(feeds, stage)
         for name, wanted in stage.input_shapes().items():

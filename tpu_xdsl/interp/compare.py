@@ -114,7 +114,8 @@ def format_table(rows: list[TensorComparison], tol: Tolerance, title: str) -> st
         mark = "ok" if r.passes(tol) else "FAIL"
         sqnr = "inf" if math.isinf(r.sqnr_db) and r.sqnr_db > 0 else f"{r.sqnr_db:8.2f}"
         lines.append(
-            f"{r.name[:40]:<40} {shape[:18]:<18} {r.cosine:9.6f} {r.euclidean:9.6f} {sqnr:>8} {r.max_abs_diff:10.3g}  {mark}"
+            f"{r.name[:40]:<40} {shape[:18]:<18} {r.cosine:9.6f} "
+            f"{r.euclidean:9.6f} {sqnr:>8} {r.max_abs_diff:10.3g}  {mark}"
         )
     return "\n".join(lines)
 

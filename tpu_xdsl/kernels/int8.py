@@ -198,7 +198,9 @@ def add(inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultSp
 _FLOAT64_SAFE = 1 << 52
 
 
-def _rescaled_sum_in_float(a: np.ndarray, b: np.ndarray, attrs: dict[str, Any], result: ResultSpec) -> np.ndarray | None:
+def _rescaled_sum_in_float(
+    a: np.ndarray, b: np.ndarray, attrs: dict[str, Any], result: ResultSpec
+) -> np.ndarray | None:
     """`add` in float64, exactly: (a - za) * m0 / 2^s + (b - zb) * m1 / 2^s is a sum of
     multiples of 2^-s whose numerators stay below 2^52, so every product, sum and the
     rounding (floor / rint / trunc, + 0.5) is exact, and the result equals the int64
@@ -347,8 +349,17 @@ def concat(inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[Resul
         centered_part = _centered_int(part, zero_point(attrs, i))
         if channels > 1:
             block = slice(i * channels, (i + 1) * channels)
-            scaled.append(requantize(centered_part, np.asarray(multipliers[block]), np.asarray(rshifts[block]), zo, dtype, mode,
-                                     axis=channel_axis(attrs, ndim)))
+            scaled.append(
+                requantize(
+                    centered_part,
+                    np.asarray(multipliers[block]),
+                    np.asarray(rshifts[block]),
+                    zo,
+                    dtype,
+                    mode,
+                    axis=channel_axis(attrs, ndim),
+                )
+            )
             continue
         m, r = int(multipliers[i]), int(rshifts[i])
         scaled.append(saturate(rounding_shift(centered_part * m, r, mode) + zo, dtype))

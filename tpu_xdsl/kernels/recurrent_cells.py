@@ -197,7 +197,9 @@ def by_unit(matrix: np.ndarray, gates: int) -> np.ndarray:
     return np.ascontiguousarray(matrix.reshape(gates, -1, matrix.shape[-1]).transpose(1, 0, 2))
 
 
-def _layer(inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultSpec], gates: int) -> list[np.ndarray | None]:
+def _layer(
+    inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultSpec], gates: int
+) -> list[np.ndarray | None]:
     lstm = gates == 4
     x, w, r, b, h0 = (wide(v) for v in inputs[:5])
     c0 = wide(inputs[5]) if lstm else None

@@ -44,25 +44,35 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     c.add_argument("--data-list", help="a text file naming one sample per line (# comments)")
     c.add_argument("--input-num", type=int, default=100, help="use the first N samples (default 100)")
     c.add_argument("--method", default="kl", help="threshold method: kl, mse, max, percentile9999 (default kl)")
-    c.add_argument("--tune-num", type=int, default=0, help="auto-tune the N tensors whose methods disagree most (default 0)")
-    c.add_argument("--histogram-bins", type=int, default=2048, help="histogram bins per tensor (default 2048, at least 128)")
-    c.add_argument("--jobs", type=int, default=None, help="worker processes (default: 2 on 2+ cores for 40+ samples, else 1)")
+    c.add_argument("--tune-num", type=int, default=0, help="auto-tune the N tensors whose "
+                                                           "methods disagree most (default 0)")
+    c.add_argument("--histogram-bins", type=int, default=2048, help="histogram bins per tensor "
+                                                                    "(default 2048, at least 128)")
+    c.add_argument("--jobs", type=int, default=None, help="worker processes (default: 2 on "
+                                                          "2+ cores for 40+ samples, else 1)")
     c.add_argument("--cluster", help="run the sample passes on a Ray cluster: ray://HOST:PORT, or auto for a running "
                                      "local one; its nodes must see the model and samples at the same paths "
                                      "(pip install -e '.[cluster]')")
     c.add_argument("--search-threshold", action="store_true",
-                   help="per tensor, the method (kl, mse, max, percentile9999) whose threshold gives its readers' outputs the best SQNR")
+                   help="per tensor, the method (kl, mse, max, percentile9999) "
+                        "whose threshold gives its readers' outputs the best SQNR")
     c.add_argument("--we", action="store_true",
-                   help="cross-layer weight equalization of conv -> (ReLU|identity|...) -> conv chains first; writes the equalized module")
+                   help="cross-layer weight equalization of conv -> (ReLU|identity|...) "
+                        "-> conv chains first; writes the equalized module")
     c.add_argument("--bc", action="store_true",
-                   help="bias correction: fold each INT8 conv/matmul's mean error into its bias; writes the corrected module")
-    c.add_argument("--bc-num", type=int, default=30, help="samples bias correction measures on (default 30, at most --input-num)")
-    c.add_argument("--chip", default=None, help="with --bc/--search-threshold: the chip deploy targets (default bm1684x)")
-    c.add_argument("--asymmetric", action="store_true", help="with --bc/--search-threshold: deploy will use --asymmetric")
+                   help="bias correction: fold each INT8 conv/matmul's mean "
+                        "error into its bias; writes the corrected module")
+    c.add_argument("--bc-num", type=int, default=30, help="samples bias correction measures "
+                                                          "on (default 30, at most --input-num)")
+    c.add_argument("--chip", default=None, help="with --bc/--search-threshold: the "
+                                                "chip deploy targets (default bm1684x)")
+    c.add_argument("--asymmetric", action="store_true", help="with --bc/--search-threshold: "
+                                                             "deploy will use --asymmetric")
     c.add_argument("--per-tensor-activations", action="store_true",
                    help="with --bc/--search-threshold: deploy will use --per-tensor-activations")
     c.add_argument("--model-output", default=None,
-                   help="with --we/--bc: the TOP .mlir to write (default beside the table: N_we.mlir, N_bc.mlir, N_we_bc.mlir)")
+                   help="with --we/--bc: the TOP .mlir to write (default "
+                        "beside the table: N_we.mlir, N_bc.mlir, N_we_bc.mlir)")
     c.add_argument("-o", "--output", required=True, help="the calibration table to write")
     c.set_defaults(func=run)
     return c
@@ -103,9 +113,11 @@ def check_args(args: argparse.Namespace) -> None:
     if not output.parent.is_dir():
         raise CalibrateUsageError(f"-o {args.output}: folder {output.parent} does not exist")
     if output.resolve() == Path(args.model).resolve():
-        raise CalibrateUsageError(f"-o {args.output}: would overwrite the model; name the table {output.stem}_cali_table")
+        raise CalibrateUsageError(f"-o {args.output}: would overwrite the model; "
+                                  f"name the table {output.stem}_cali_table")
     if args.tune_num and args.search_threshold:
-        raise CalibrateUsageError("--tune-num and --search-threshold both choose thresholds per tensor; give one of them")
+        raise CalibrateUsageError("--tune-num and --search-threshold both "
+                                  "choose thresholds per tensor; give one of them")
     for flag, given in (("--chip", args.chip is not None), ("--asymmetric", args.asymmetric),
                         ("--per-tensor-activations", args.per_tensor_activations)):
         if given and not (args.bc or args.search_threshold):
@@ -114,7 +126,8 @@ def check_args(args: argparse.Namespace) -> None:
                 "or --search-threshold"
             )
     if args.asymmetric and args.per_tensor_activations:
-        raise CalibrateUsageError("--asymmetric scales are per tensor already; give one of --asymmetric or --per-tensor-activations")
+        raise CalibrateUsageError("--asymmetric scales are per tensor already; give "
+                                  "one of --asymmetric or --per-tensor-activations")
     if args.model_output is not None and not (args.we or args.bc):
         raise CalibrateUsageError("--model-output names the module --we or --bc writes; give it with one of them")
     if args.bc or args.search_threshold:
@@ -125,10 +138,12 @@ def check_args(args: argparse.Namespace) -> None:
         from tpu_xdsl.calibration.bias_correction import MIN_SAMPLES
 
         if args.bc_num < MIN_SAMPLES:
-            raise CalibrateUsageError(f"--bc-num {args.bc_num}: bias correction needs at least {MIN_SAMPLES} samples to measure mean shifts")
+            raise CalibrateUsageError(f"--bc-num {args.bc_num}: bias correction needs at "
+                                      f"least {MIN_SAMPLES} samples to measure mean shifts")
         if args.input_num < MIN_SAMPLES:
             raise CalibrateUsageError(
-                f"--bc with --input-num {args.input_num}: bias correction needs at least {MIN_SAMPLES} samples; give more"
+                f"--bc with --input-num {args.input_num}: bias correction "
+                f"needs at least {MIN_SAMPLES} samples; give more"
             )
 
 
@@ -146,7 +161,8 @@ def model_output_path(args: argparse.Namespace) -> Path:
     if not path.parent.is_dir():
         raise CalibrateUsageError(f"{flag} {path}: folder {path.parent} does not exist")
     if path.resolve() == Path(args.model).resolve():
-        raise CalibrateUsageError(f"{flag} {path}: would overwrite the input model; name another file with --model-output")
+        raise CalibrateUsageError(f"{flag} {path}: would overwrite the input "
+                                  "model; name another file with --model-output")
     if path.resolve() == Path(args.output).resolve():
         raise CalibrateUsageError(f"{flag} {path}: is also the table (-o); name them apart")
     return path
@@ -159,7 +175,8 @@ def _check_weight_file(module, args: argparse.Namespace, path: Path) -> None:
     attr = module.attributes.get("module.weight_file")
     weights = path.with_name(f"{path.stem}_weights.npz")
     if isinstance(attr, StringAttr) and (Path(args.model).parent / attr.data).resolve() == weights.resolve():
-        raise CalibrateUsageError(f"{path}: its weights {weights} would overwrite the input model's; name another file with --model-output")
+        raise CalibrateUsageError(f"{path}: its weights {weights} would overwrite the "
+                                  "input model's; name another file with --model-output")
 
 
 def read_top_module(path: str):
@@ -222,7 +239,8 @@ def run(args: argparse.Namespace) -> int:
 
         if len(dataset) < MIN_SAMPLES:
             raise CalibrateUsageError(
-                f"--bc: only {len(dataset)} sample(s) found; bias correction needs at least {MIN_SAMPLES} to measure mean shifts"
+                f"--bc: only {len(dataset)} sample(s) found; bias correction "
+                f"needs at least {MIN_SAMPLES} to measure mean shifts"
             )
     # The work copies of a changed module sit beside the table, not in this machine's temp folder:
     # --cluster nodes read the module by its path.
@@ -236,7 +254,8 @@ def run(args: argparse.Namespace) -> int:
         print(_search_summary(result.searched, len(result.table.rows), args.method))
     fewer = f" (only {len(dataset)} found)" if len(dataset) < args.input_num else ""
     method = "search-threshold" if args.search_threshold else args.method
-    wrote = f"{args.output}" + (f" and {model_output} ({model_output.stem}_weights.npz); deploy {model_output} with this table"
+    wrote = f"{args.output}" + (f" and {model_output} ({model_output.stem}_weights.npz); "
+                                f"deploy {model_output} with this table"
                                 if model_output is not None else "")
     print(f"calibrated {len(result.table.rows)} tensors on {len(dataset)} samples{fewer} with {method}; wrote {wrote}")
     return 0

@@ -85,7 +85,8 @@ def compare(args: argparse.Namespace) -> int:
     if not common:
         raise CompareUsageError(
             f"{args.reference} and {args.actual} have no tensor name in common "
-            f"(e.g. {next(iter(reference), 'none')!r} and {next(iter(actual), 'none')!r}): are they dumps of the same model?"
+            f"(e.g. {next(iter(reference), 'none')!r} and "
+            f"{next(iter(actual), 'none')!r}): are they dumps of the same model?"
         )
     if args.names:
         common = [name for name in common if fnmatch.fnmatchcase(name, args.names)]
@@ -111,7 +112,8 @@ def compare(args: argparse.Namespace) -> int:
     if notes and not args.verbose:
         print(f"{len(notes)} tensor(s) differ in dtype, e.g. {next(iter(notes))}: {next(iter(notes.values()))}")
     if not args.dequant and any(actual[n].dtype.kind in "iu" and reference[n].dtype.kind == "f" for n in notes):
-        print("integer codes against real values: give --dequant N.mlir (the TPU module) to compare what they stand for")
+        print("integer codes against real values: give --dequant "
+              "N.mlir (the TPU module) to compare what they stand for")
     ok, summary = summarize(rows, tolerance)
     print(summary)
     return 0 if ok else 1

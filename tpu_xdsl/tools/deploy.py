@@ -48,10 +48,12 @@ def add_parser(subparsers) -> None:
         "--opt", default="2",
         help="how tpu-layer-group chooses groups: 1 greedy, 2 dynamic programming over a cycle cost model (default)",
     )
-    p.add_argument("--tolerance", help="min cosine,euclidean (default by mode: F32 0.99,0.99; F16/BF16 0.99,0.95; INT8 0.95,0.85)")
+    p.add_argument("--tolerance", help="min cosine,euclidean (default by mode: F32 "
+                                       "0.99,0.99; F16/BF16 0.99,0.95; INT8 0.95,0.85)")
     p.add_argument(
         "-o", "--output", required=True,
-        help="the TPU .mlir to write, or a .tpumodel (compiled for the device model; its TPU .mlir is written beside it)",
+        help="the TPU .mlir to write, or a .tpumodel (compiled for "
+             "the device model; its TPU .mlir is written beside it)",
     )
     p.set_defaults(func=deploy)
 
@@ -115,7 +117,8 @@ def _read_reference(path: str, tensor_names: set[str]) -> dict:
     if not set(reference) & tensor_names:
         shown = ", ".join(sorted(reference)[:3]) or "none"
         raise UsageError(
-            f"--test-reference {path}: none of its {len(reference)} tensor(s) ({shown}) is a tensor of the module; {what}"
+            f"--test-reference {path}: none of its {len(reference)} "
+            f"tensor(s) ({shown}) is a tensor of the module; {what}"
         )
     return reference
 
@@ -163,7 +166,8 @@ def deploy(args: argparse.Namespace) -> int:
     if not output.parent.is_dir():
         raise UsageError(f"-o {args.output}: folder {output.parent} does not exist")
     if mlir_output.resolve() == Path(args.model).resolve():
-        raise UsageError(f"-o {args.output}: would overwrite the TOP module deploy reads; name it {output.stem}_{mode.lower()}.mlir")
+        raise UsageError(f"-o {args.output}: would overwrite the TOP module "
+                         f"deploy reads; name it {output.stem}_{mode.lower()}.mlir")
     if bool(args.test_input) != bool(args.test_reference):
         raise UsageError("--test-input and --test-reference go together: give both or neither")
     int8 = _needs_int8(mode, args.quantize_table)
@@ -193,7 +197,8 @@ def deploy(args: argparse.Namespace) -> int:
         try:
             feeds = dict(zip(input_names(module), arrange_inputs(module, load_inputs(args.test_input, module))))
         except InputMismatchError as e:
-            raise UsageError(f"--test-input {args.test_input}: {e}; give the input the TOP module was checked on") from e
+            raise UsageError(f"--test-input {args.test_input}: {e}; give "
+                             "the input the TOP module was checked on") from e
         names = {n for op in main_func(module).body.block.ops for n in tensor_names(op)}
         reference = _read_reference(args.test_reference, names)
     asymmetric = args.asymmetric

@@ -16,9 +16,9 @@ STAGE_FILE is any of the model's stages (`.onnx`, TOP `.mlir`, TPU `.mlir`,
   layer outside groups, and the timeline of the DMA and compute engines.
 
 `tpu_xdsl.inspect` builds the page: `layer_graph` finds the layers, `layered_layout`
-places them, `inspect.report` writes the page. Everything is inline (CSS, SVG, a little JavaScript): the file opens offline and can
-be mailed. Exit code 0 when every pair passes its tolerance, 1 when a tensor fails, 2 for
-unusable input (nothing is written then).
+places them, `inspect.report` writes the page. Everything is inline (CSS, SVG, a little
+JavaScript): the file opens offline and can be mailed. Exit code 0 when every pair passes
+its tolerance, 1 when a tensor fails, 2 for unusable input (nothing is written then).
 """
 
 from __future__ import annotations

@@ -36,7 +36,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "search-qtable", help="per-op sensitivity and the fewest float ops that meet a target cosine -> quantize table"
     )
     s.add_argument("model", help="the TOP .mlir written by tpu-xdsl transform")
-    s.add_argument("--calibration-table", help="the table tpu-xdsl calibrate wrote (not needed for pre-quantized models)")
+    s.add_argument("--calibration-table", help="the table tpu-xdsl calibrate wrote "
+                                               "(not needed for pre-quantized models)")
     s.add_argument("--dataset", help="a folder of images or .npz/.npy samples (sorted by name)")
     s.add_argument("--data-list", help="a text file naming one sample per line (# comments)")
     s.add_argument("--input-num", type=int, default=24, help="search on the first K samples (default 24)")
@@ -98,7 +99,8 @@ def check_args(args: argparse.Namespace):
         if given is not None and output.resolve() == Path(given).resolve():
             raise SearchUsageError(f"-o {args.output}: would overwrite {flag}; name the table {output.stem}_qtable")
     if args.calibration_table is not None and not Path(args.calibration_table).is_file():
-        raise SearchUsageError(f"--calibration-table {args.calibration_table}: no such file; tpu-xdsl calibrate writes it")
+        raise SearchUsageError(f"--calibration-table {args.calibration_table}: "
+                               "no such file; tpu-xdsl calibrate writes it")
     return chip
 
 
@@ -162,7 +164,8 @@ def run(args: argparse.Namespace) -> int:
     text = format_qtable(result, name, chip.name, args.target_cosine, len(dataset), args.float_mode)
     _write_atomically(Path(args.output), text)
     share = result.float_macs / result.total_macs if result.total_macs else 0.0
-    print(f"{len(result.float_ops)} of {len(result.sensitivities)} ops in {args.float_mode} ({share:.2%} of the MACs): cosine "
+    print(f"{len(result.float_ops)} of {len(result.sensitivities)} "
+          f"ops in {args.float_mode} ({share:.2%} of the MACs): cosine "
           f"{result.all_mode:.6f} -> {result.score:.6f} (target {args.target_cosine}); {result.runs} runs in "
           f"{seconds:.0f} s; wrote {args.output}")
     return 0

@@ -230,7 +230,8 @@ def rnn(ctx: NodeContext) -> None:
         hidden,
     ):
         raise ctx.error(
-            f"W {list(ctx.shape(1))} and R {list(ctx.shape(2))} do not fit direction '{direction}', hidden_size {hidden} and input size {size}"
+            f"W {list(ctx.shape(1))} and R {list(ctx.shape(2))} do not fit "
+            f"direction '{direction}', hidden_size {hidden} and input size {size}"
         )
     finals, ys = [], []
     for d in range(directions):

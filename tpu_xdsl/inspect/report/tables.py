@@ -151,10 +151,20 @@ def render_profile(page: Page) -> str:
             label, members, ops, slices = e(row.name), (row.name,), 1, "—"
         share = span / total
         cells = [
-            (n, str(n)), (None, label), (ops, str(ops)), (None, slices), (row.first, str(row.first)),
-            (span, str(span)), (share, f"{share:.1%}"), (compute, str(compute)), (dma, str(dma)),
-            (compute / max(1, span), f"{compute / max(1, span):.0%}"), (dma / max(1, span), f"{dma / max(1, span):.0%}"),
-            (row.macs, str(row.macs)), (util, f"{util:.0%}"), (row.dma_bytes, str(row.dma_bytes)),
+            (n, str(n)),
+            (None, label),
+            (ops, str(ops)),
+            (None, slices),
+            (row.first, str(row.first)),
+            (span, str(span)),
+            (share, f"{share:.1%}"),
+            (compute, str(compute)),
+            (dma, str(dma)),
+            (compute / max(1, span), f"{compute / max(1, span):.0%}"),
+            (dma / max(1, span), f"{dma / max(1, span):.0%}"),
+            (row.macs, str(row.macs)),
+            (util, f"{util:.0%}"),
+            (row.dma_bytes, str(row.dma_bytes)),
         ]
         tds = []
         for i, (value, text) in enumerate(cells):

@@ -211,7 +211,9 @@ class LoweringContext:
                 return found
         return None
 
-    def output_qparams(self, op: Operation, index: int = 0, channels: bool = False, axis: int | None = None) -> AnyQParams:
+    def output_qparams(
+        self, op: Operation, index: int = 0, channels: bool = False, axis: int | None = None
+    ) -> AnyQParams:
         """The quantization of a TOP op's result from its calibrated range (a fused ReLU
         clips the range). Per channel when asked (`channels`), enabled, and the table
         has the result's per-channel ranges (along `axis`, when given)."""
@@ -239,7 +241,9 @@ class LoweringContext:
         # Scales are stored as float32 (the weight entry): use exactly what is stored.
         return ChannelQParams(found.scales.astype(np.float32), found.dtype, axis=found_axis)
 
-    def result_type(self, op: Operation, qparams: AnyQParams, index: int = 0, like: SSAValue | None = None) -> TensorType:
+    def result_type(
+        self, op: Operation, qparams: AnyQParams, index: int = 0, like: SSAValue | None = None
+    ) -> TensorType:
         """The INT8 type of `op`'s result `index`. Per-channel scales go to a new weight
         entry (or the entry of `like`, a value with the same scales); the per-tensor
         quantization a consumer may need instead is remembered."""
@@ -254,7 +258,9 @@ class LoweringContext:
             self.weights[entry] = qparams.scales.astype(np.float32)
         return quantized_type(shape, qparams, entry)
 
-    def remember_per_tensor(self, new_value: SSAValue, op: Operation, index: int = 0, like: SSAValue | None = None) -> None:
+    def remember_per_tensor(
+        self, new_value: SSAValue, op: Operation, index: int = 0, like: SSAValue | None = None
+    ) -> None:
         """Record the per-tensor quantization of a per-channel result: from the TOP
         result's own calibrated range, else that of `like`."""
         if not isinstance(qparams_of(new_value.type, self.weights), ChannelQParams):

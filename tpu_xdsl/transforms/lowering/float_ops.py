@@ -31,11 +31,12 @@ _TPU_ELEMENTS = {"float32", "float16", "bfloat16", "int8", "uint8", "int16", "in
 
 # Ops whose bias weight stays f32 in the F16/BF16 modes. BM1684X's float convolutions
 # take an f32 bias (TPU-MLIR's Conv and Deconv lowerings keep the bias f32 and assert
-# "bias has to be f32"): the products are summed in f32 and the bias is added there before the one rounding to the storage
-# type. Rounding the bias to bf16 first shifts a whole output channel by up to 2^-9 of
-# the bias, the same for every pixel, so that error survives the averages (pooling,
-# squeeze-and-excite gates) that wash out the rounding of each stored element; on the
-# zoo's BatchNorm-folded convolutions it cost BF16 up to 0.015 of mean output cosine.
+# "bias has to be f32"): the products are summed in f32 and the bias is added there before
+# the one rounding to the storage type. Rounding the bias to bf16 first shifts a whole
+# output channel by up to 2^-9 of the bias, the same for every pixel, so that error
+# survives the averages (pooling, squeeze-and-excite gates) that wash out the rounding of
+# each stored element; on the zoo's BatchNorm-folded convolutions it cost BF16 up to 0.015
+# of mean output cosine.
 # (TPU-MLIR's BM1684X MatMul keeps an f32 bias only on BM1688, so matmul is not here.)
 F32_BIAS_KINDS = frozenset({"top.conv", "top.deconv"})
 

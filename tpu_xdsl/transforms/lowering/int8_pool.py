@@ -115,7 +115,11 @@ class DataMovementInt8(Int8Pattern):
         x = self.ctx.as_int8(op.operands[0], op, channels=moved is not None, axis=axis or 1)
         qparams = self.ctx.qparams(x)
         extra = {}
-        if op.name == "top.pad" and attr(op, "mode", "constant") == "constant" and not isinstance(qparams, ChannelQParams):
+        if (
+            op.name == "top.pad"
+            and attr(op, "mode", "constant") == "constant"
+            and not isinstance(qparams, ChannelQParams)
+        ):
             extra["value"] = float(qparams.quantized_value(float(attr(op, "value", 0.0))))
         if isinstance(qparams, ChannelQParams) and moved is not None:
             qparams = ChannelQParams(qparams.scales, qparams.dtype, axis=moved)

@@ -51,7 +51,8 @@ def read_quantize_table(path: str | Path, op_names: Iterable[str], chip: ChipCon
             )
         name, mode = fields[0], fields[1].upper()
         if mode not in MODES:
-            raise QuantizeTableError(f"{where}: unknown mode '{fields[1]}' for '{name}'; choose one of {', '.join(MODES)}")
+            raise QuantizeTableError(f"{where}: unknown mode '{fields[1]}' for "
+                                     f"'{name}'; choose one of {', '.join(MODES)}")
         if not chip.supports(mode):
             raise QuantizeTableError(
                 f"{where}: chip {chip.name} has no {mode} mode for '{name}'; use one of {', '.join(chip.modes)}"

@@ -28,7 +28,9 @@ def qlinear_conv(ctx: NodeContext) -> None:
         bias_scale = ctx.require_const(1, "x_scale").astype(F32) * ctx.require_const(4, "w_scale").astype(F32)
         bias = ctx.require_const(8, "the bias").astype(F32) * bias_scale.reshape(-1)
         inputs.append(new_const(ctx, bias, "bias_real"))
-    quantized_output(ctx, "Conv", inputs, 6, 7, keep=("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"))
+    quantized_output(
+        ctx, "Conv", inputs, 6, 7, keep=("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides")
+    )
 
 
 @onnx_rule("QLinearMatMul", since=10)
