@@ -120,7 +120,8 @@ def test_device_equals_interpreter_with_f32_bias_and_scalars(net):
     does: every tensor it stores is bit-equal to the TPU interpreter's."""
     model = affine_net() if net == "affine" else normalizing_net(net == "deconv")
     tpu = tpu_module(model, "BF16")
-    x = {"x": photo_like() if net != "affine" else bf16_exact(np.random.default_rng(5).normal(0, 1, (1, 16, 8, 8)).astype(np.float32))}
+    affine_input = np.random.default_rng(5).normal(0, 1, (1, 16, 8, 8)).astype(np.float32)
+    x = {"x": photo_like() if net != "affine" else bf16_exact(affine_input)}
     capture = TensorCapture()
     outputs = ModuleRunner(tpu, weights_of(tpu)).run(x, [capture])
     reference = {**capture.tensors, **outputs}

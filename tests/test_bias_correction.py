@@ -45,8 +45,13 @@ def shifted_model(path: Path) -> Path:
         helper.make_node("MatMul", ["f", "fc"], ["y"]),
     ]
     graph = helper.make_graph(
-        nodes, "shifted", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, CHANNELS, SIDE, SIDE])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None), helper.make_tensor_value_info("c", TensorProto.FLOAT, None)],
+        nodes,
+        "shifted",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, CHANNELS, SIDE, SIDE])],
+        [
+            helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+            helper.make_tensor_value_info("c", TensorProto.FLOAT, None),
+        ],
         [numpy_helper.from_array(dw, "dw"), numpy_helper.from_array(fc, "fc")],
     )
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), path)
@@ -202,4 +207,5 @@ def test_corrections_that_take_the_int8_model_away_from_float_are_not_applied(tm
     assert "left the biases unchanged" in report.lines()[0]
     after = weights_of(module)
     assert set(after) == set(before) and all(np.array_equal(after[n], before[n]) for n in before)
-    assert [op.operands[2].owner.name for op in module.walk() if op.name in ("top.conv", "top.matmul")] == ["top.none"] * 2
+    biases = [op.operands[2].owner.name for op in module.walk() if op.name in ("top.conv", "top.matmul")]
+    assert biases == ["top.none"] * 2

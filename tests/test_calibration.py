@@ -78,7 +78,9 @@ def quantization_error(x: np.ndarray, t: float) -> float:
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tpu_xdsl.tools.tpu_xdsl", *args], check=False, capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "tpu_xdsl.tools.tpu_xdsl", *args], check=False, capture_output=True, text=True
+    )
 
 
 def cli(capsys, *args) -> tuple[int, str, str]:
@@ -349,7 +351,10 @@ def test_table_round_trip_and_format(tmp_path):
     ]
     assert lines[7:] == ["images 1.0000080 0.0000000 1.0000080", "122_Conv 56.4281803 -102.5830231 97.6811752"]
     back = read_table(tmp_path / "t")
-    assert back.rows == [TableRow("images", 1.000008, 0.0, 1.000008), TableRow("122_Conv", 56.4281803, -102.5830231, 97.6811752)]
+    assert back.rows == [
+        TableRow("images", 1.000008, 0.0, 1.000008),
+        TableRow("122_Conv", 56.4281803, -102.5830231, 97.6811752),
+    ]
     assert (back.histogram_bins, back.samples, back.tune_num, back.method) == (2048, 100, 5, "kl")
     assert list(tmp_path.iterdir()) == [tmp_path / "t"]  # no temporary file left
 
@@ -473,7 +478,9 @@ def test_calibrate_writes_one_row_per_tensor_with_true_ranges(small, tmp_path, c
 def test_calibrate_in_two_processes_gives_the_same_table(small, tmp_path):
     mlir, data, _ = small
     for jobs in ("1", "2"):
-        result = run_cli("calibrate", str(mlir), "--dataset", str(data), "--jobs", jobs, "-o", str(tmp_path / f"t{jobs}"))
+        result = run_cli(
+            "calibrate", str(mlir), "--dataset", str(data), "--jobs", jobs, "-o", str(tmp_path / f"t{jobs}")
+        )
         assert result.returncode == 0, result.stderr
         assert "calibrated 9 tensors on 6 samples (only 6 found)" in result.stdout
     one, two = read_table(tmp_path / "t1"), read_table(tmp_path / "t2")
@@ -502,7 +509,9 @@ def test_each_method_on_a_known_distribution(tmp_path, capsys, method):
         np.save(data / f"{i}.npy", x)
         samples.append(x)
     out = tmp_path / "table"
-    code, _, err = cli(capsys, "calibrate", str(mlir), "--dataset", str(data), "--method", method, "--jobs", "1", "-o", str(out))
+    code, _, err = cli(
+        capsys, "calibrate", str(mlir), "--dataset", str(data), "--method", method, "--jobs", "1", "-o", str(out)
+    )
     assert code == 0, err
     got = read_table(out).by_name()["x"].threshold
     x = np.concatenate([s.ravel() for s in samples]).astype(np.float64)
@@ -547,7 +556,9 @@ def test_calibrate_images_through_the_recorded_preprocessing(tmp_path, capsys):
     gray = rng.integers(0, 256, (6, 5), dtype=np.uint8)
     Image.fromarray(gray).save(images / "3.png")
     pixels.append(np.repeat(gray[:, :, None], 3, axis=2))
-    code, _, err = cli(capsys, "calibrate", str(mlir), "--dataset", str(images), "--jobs", "1", "-o", str(tmp_path / "t"))
+    code, _, err = cli(
+        capsys, "calibrate", str(mlir), "--dataset", str(images), "--jobs", "1", "-o", str(tmp_path / "t")
+    )
     assert code == 0, err
     normalized = [(p.astype(np.float32) - [10, 20, 30]) * [0.5, 0.25, 2.0] for p in pixels]
     row = read_table(tmp_path / "t").by_name()["x"]
@@ -605,7 +616,9 @@ def test_auto_tune_never_picks_a_worse_threshold(tmp_path):
     for t in result.tuned:
         assert rows[t.name].threshold == t.chosen
         assert t.default == pytest.approx(max(abs(rows[t.name].min), abs(rows[t.name].max)), rel=1e-6)
-        score = {th: np.mean([cos(forward(x, t.name, th), forward(x)) for x in tune_samples]) for th in (t.default, t.chosen)}
+        score = {
+            th: np.mean([cos(forward(x, t.name, th), forward(x)) for x in tune_samples]) for th in (t.default, t.chosen)
+        }
         assert score[t.chosen] >= score[t.default] - 1e-9, t
         assert score[t.chosen] == pytest.approx(t.chosen_cosine, abs=1e-5)
         improved += score[t.chosen] > score[t.default] + 1e-6
@@ -680,7 +693,8 @@ def test_bad_datasets(small, tmp_path, capsys):
     shapes.mkdir()
     np.savez(shapes / "a.npz", x=np.zeros((1, 3, 8, 8), np.float32))
     np.savez(shapes / "b.npz", x=np.zeros((1, 3, 4, 4), np.float32))
-    assert_one_line_error(*calibrate_on("--dataset", str(shapes)), "b.npz", "input 'x' has shape [1, 3, 4, 4]", "[1, 3, 8, 8]")
+    assert_one_line_error(*calibrate_on("--dataset", str(shapes)), "b.npz", "input 'x' has shape [1, 3, 4, 4]",
+                          "[1, 3, 8, 8]")
     dtypes = tmp_path / "dtypes"
     dtypes.mkdir()
     np.save(dtypes / "a.npy", np.zeros((1, 3, 8, 8), np.int32))

@@ -391,7 +391,9 @@ def two_level_detector() -> onnx.ModelProto:
             helper.make_node("Conv", [features, f"wb_{level}"], [f"box_logits_{level}"], kernel_shape=[1, 1]),
             helper.make_node("Sigmoid", [f"box_logits_{level}"], [f"box_unit_{level}"]),
             helper.make_node("Mul", [f"box_unit_{level}", "image_size"], [f"boxes_{level}"]),
-            helper.make_node("Conv", [features, f"wc_{level}", f"bc_{level}"], [f"cls_logits_{level}"], kernel_shape=[1, 1]),
+            helper.make_node(
+                "Conv", [features, f"wc_{level}", f"bc_{level}"], [f"cls_logits_{level}"], kernel_shape=[1, 1]
+            ),
             helper.make_node("Sigmoid", [f"cls_logits_{level}"], [f"scores_{level}"]),
             helper.make_node("Concat", [f"boxes_{level}", f"scores_{level}"], [f"head_{level}"], axis=1),
             helper.make_node("Reshape", [f"head_{level}", "rows"], [f"rows_{level}"]),
@@ -411,7 +413,9 @@ def test_levels_joined_along_the_anchors_keep_channel_scales(tmp_path):
     assert good >= 0.99
     assert poor < 0.95 and good - poor > 0.05
     tpu = flow.lowered(False)
-    (concat,) = [op for op in main_func(tpu).body.block.ops if op.name == "tpu.concat" and "detections" in tensor_names(op)[0]]
+    (concat,) = [
+        op for op in main_func(tpu).body.block.ops if op.name == "tpu.concat" and "detections" in tensor_names(op)[0]
+    ]
     # One multiplier per input and channel: each level's channels to the output's scales.
     assert len(concat.attributes["multiplier"].data) == 2 * (4 + CLASSES)
     compile_and_compare(tpu, feeds)

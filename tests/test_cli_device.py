@@ -139,15 +139,23 @@ def test_a_truncated_model(compiled, tmp_path, capsys):
 
 
 def test_a_model_for_another_chip(compiled, tmp_path, capsys):
-    assert_fails_cleanly(capsys, (tmp_path, compiled.folder),
-                         ["run", compiled.model, "--chip", "cv183x", "--input", compiled.x, "--output", tmp_path / "y.npz"],
-                         "bm1684x", "cv183x")
+    assert_fails_cleanly(
+        capsys,
+        (tmp_path, compiled.folder),
+        ["run", compiled.model, "--chip", "cv183x", "--input", compiled.x, "--output", tmp_path / "y.npz"],
+        "bm1684x",
+        "cv183x",
+    )
 
 
 def test_an_unknown_chip(compiled, tmp_path, capsys):
-    assert_fails_cleanly(capsys, (tmp_path, compiled.folder),
-                         ["run", compiled.model, "--chip", "bm1686", "--input", compiled.x, "--output", tmp_path / "y.npz"],
-                         "unknown chip 'bm1686'", "bm1684x, cv183x")
+    assert_fails_cleanly(
+        capsys,
+        (tmp_path, compiled.folder),
+        ["run", compiled.model, "--chip", "bm1686", "--input", compiled.x, "--output", tmp_path / "y.npz"],
+        "unknown chip 'bm1686'",
+        "bm1684x, cv183x",
+    )
 
 
 @pytest.mark.parametrize(

@@ -248,8 +248,11 @@ def test_images_whose_channels_the_model_cannot_take(tmp_path, capsys, channels,
 def test_calibrate_model_that_is_not_a_top_mlir(top, tmp_path, capsys):
     data = top.folder / "data"
     assert_fails_cleanly(
-        capsys, (tmp_path, top.folder), ["calibrate", tmp_path / "nosuch.mlir", "--dataset", data, "-o", tmp_path / "t"],
-        "nosuch.mlir: no such file", "give the TOP .mlir that tpu-xdsl transform wrote",
+        capsys,
+        (tmp_path, top.folder),
+        ["calibrate", tmp_path / "nosuch.mlir", "--dataset", data, "-o", tmp_path / "t"],
+        "nosuch.mlir: no such file",
+        "give the TOP .mlir that tpu-xdsl transform wrote",
     )
     # The .onnx instead of the .mlir used to end in a UnicodeDecodeError traceback.
     before = snapshot(tmp_path, top.folder)
@@ -309,7 +312,8 @@ DEPLOY_CASES = {
     ),
     "table_malformed_line": (
         ["--calibration-table", _write("bad_table", "# genetated time: x\n###\nimage 1.0 -1.0\n")],
-        ["bad_table:3: expected 'name threshold min max', got 3 field(s)", "make the table again with tpu-xdsl calibrate"],
+        ["bad_table:3: expected 'name threshold min max', got 3 field(s)",
+         "make the table again with tpu-xdsl calibrate"],
     ),
     "table_not_text": (
         ["--calibration-table", _write("bin_table", b"\x89PNG\r\n\x1a\n\xff\xfe\x00")],
@@ -464,8 +468,18 @@ def test_deploy_bad_output_and_model_paths(top, tmp_path, capsys):
     assert_fails_cleanly(capsys, folders, [*base, "-o", top.mlir],
                          "would overwrite the TOP module deploy reads; name it m_int8.mlir")
     assert_fails_cleanly(
-        capsys, folders,
-        ["deploy", tmp_path / "nosuch.mlir", "--quantize", "INT8", "--calibration-table", top.table, "-o", tmp_path / "o.mlir"],
+        capsys,
+        folders,
+        [
+            "deploy",
+            tmp_path / "nosuch.mlir",
+            "--quantize",
+            "INT8",
+            "--calibration-table",
+            top.table,
+            "-o",
+            tmp_path / "o.mlir",
+        ],
         "nosuch.mlir: no such file; give the TOP .mlir that tpu-xdsl transform wrote",
     )
 
@@ -560,7 +574,10 @@ def test_run_refuses_an_onnx_file_and_a_module_without_its_weights(tmp_path):
                     "-o", str(tmp_path / "m.mlir")).returncode == 0
     (tmp_path / "m_weights.npz").unlink()
     assert_user_error(
-        tpu_xdsl("run", str(tmp_path / "m.mlir"), "--input", str(tmp_path / "x.npz"), "--output", str(tmp_path / "y.npz")),
-        "cannot read weight file", "keep the two together",
+        tpu_xdsl(
+            "run", str(tmp_path / "m.mlir"), "--input", str(tmp_path / "x.npz"), "--output", str(tmp_path / "y.npz")
+        ),
+        "cannot read weight file",
+        "keep the two together",
     )
     assert not (tmp_path / "y.npz").exists()

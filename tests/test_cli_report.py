@@ -274,7 +274,8 @@ def test_page_is_self_contained(four_stages):
     assert not re.search(r"https?://", text), re.search(r".{40}https?://.{40}", text)
     assert "@import" not in text and "url(http" not in text
     data = json.loads(page.find("script", id="report-data").all_text())
-    assert len(data["layers"]) == len([g for g in page.find("svg", id="graph-svg").find_all("g") if g.has_class("node")])
+    nodes = [g for g in page.find("svg", id="graph-svg").find_all("g") if g.has_class("node")]
+    assert len(data["layers"]) == len(nodes)
 
 
 def test_one_stage_compares_nothing_and_passes(compiled, tmp_path, capsys):  # noqa: F811

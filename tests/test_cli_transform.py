@@ -84,7 +84,9 @@ def test_transform_writes_module_weights_and_compares(tmp_path):
     # `run` on the written module reproduces onnxruntime's output.
     import onnxruntime as ort
 
-    run = tpu_xdsl("run", str(tmp_path / "small.mlir"), "--input", str(tmp_path / "x.npz"), "--output", str(tmp_path / "y.npz"))
+    run = tpu_xdsl(
+        "run", str(tmp_path / "small.mlir"), "--input", str(tmp_path / "x.npz"), "--output", str(tmp_path / "y.npz")
+    )
     assert run.returncode == 0, run.stderr
     expected = ort.InferenceSession(str(model)).run(None, {"image": x})[0]
     with np.load(tmp_path / "y.npz") as y:
@@ -122,28 +124,47 @@ def _no_outputs(tmp_path: Path) -> None:
             ["Det", "opset 13", "no import rule"],
         ),
         (lambda p: small_cnn(p), ["--input-shapes", "[[1,3,8,8]]", "--tolerance", "high"], ["--tolerance"]),
-        (lambda p: small_cnn(p), ["--input-shapes", "[[1,3,8,8]]", "--pixel-format", "cmyk"], ["--pixel-format", "rgb, bgr, gray"]),
+        (
+            lambda p: small_cnn(p),
+            ["--input-shapes", "[[1,3,8,8]]", "--pixel-format", "cmyk"],
+            ["--pixel-format", "rgb, bgr, gray"],
+        ),
     ],
 )
 def test_bad_model_or_flags(tmp_path, make, args, fragments):
     model = tmp_path / "m.onnx"
     make(model)
-    result = tpu_xdsl("transform", "--model-def", str(model), "--model-name", "m", *args, "-o", str(tmp_path / "out.mlir"))
+    result = tpu_xdsl(
+        "transform", "--model-def", str(model), "--model-name", "m", *args, "-o", str(tmp_path / "out.mlir")
+    )
     assert_user_error(result, *fragments)
     _no_outputs(tmp_path)
 
 
 def test_bad_test_inputs(tmp_path):
     model = small_cnn(tmp_path / "m.onnx")
-    base = ["transform", "--model-def", str(model), "--model-name", "m", "--input-shapes", "[[1,3,8,8]]", "-o", str(tmp_path / "out.mlir")]
+    base = [
+        "transform",
+        "--model-def",
+        str(model),
+        "--model-name",
+        "m",
+        "--input-shapes",
+        "[[1,3,8,8]]",
+        "-o",
+        str(tmp_path / "out.mlir"),
+    ]
     np.savez(tmp_path / "wrong_shape.npz", image=np.zeros((1, 3, 4, 4), np.float32))
-    assert_user_error(tpu_xdsl(*base, "--test-input", str(tmp_path / "wrong_shape.npz")), "input 'image' has shape [1, 3, 4, 4]", "[1, 3, 8, 8]")
+    assert_user_error(tpu_xdsl(*base, "--test-input", str(tmp_path / "wrong_shape.npz")),
+                      "input 'image' has shape [1, 3, 4, 4]", "[1, 3, 8, 8]")
     np.savez(tmp_path / "wrong_dtype.npz", image=np.zeros((1, 3, 8, 8), np.int32))
     assert_user_error(tpu_xdsl(*base, "--test-input", str(tmp_path / "wrong_dtype.npz")), "dtype int32", "float32")
     np.savez(tmp_path / "wrong_name.npz", other=np.zeros((1, 3, 8, 8), np.float32), more=np.zeros(1))
     assert_user_error(tpu_xdsl(*base, "--test-input", str(tmp_path / "wrong_name.npz")), "missing input(s) image")
     (tmp_path / "broken.jpg").write_bytes(b"\xff\xd8\xff\xe0 not really a jpeg")
-    assert_user_error(tpu_xdsl(*base, "--test-input", str(tmp_path / "broken.jpg")), "broken.jpg", "cannot decode image")
+    assert_user_error(
+        tpu_xdsl(*base, "--test-input", str(tmp_path / "broken.jpg")), "broken.jpg", "cannot decode image"
+    )
     _no_outputs(tmp_path)
 
 
@@ -154,9 +175,27 @@ def test_image_input_goes_through_preprocessing(tmp_path):
     pixels = (np.arange(10 * 12 * 3) % 251).astype(np.uint8).reshape(10, 12, 3)
     Image.fromarray(pixels).save(tmp_path / "img.png")
     result = tpu_xdsl(
-        "transform", "--model-def", str(model), "--model-name", "m", "--input-shapes", "[[1,3,8,8]]",
-        "--mean", "10,20,30", "--scale", "0.5,0.25,2", "--pixel-format", "rgb", "--resize-dims", "10,12",
-        "--test-input", str(tmp_path / "img.png"), "--test-result", str(tmp_path / "top.npz"), "-o", str(tmp_path / "m.mlir"),
+        "transform",
+        "--model-def",
+        str(model),
+        "--model-name",
+        "m",
+        "--input-shapes",
+        "[[1,3,8,8]]",
+        "--mean",
+        "10,20,30",
+        "--scale",
+        "0.5,0.25,2",
+        "--pixel-format",
+        "rgb",
+        "--resize-dims",
+        "10,12",
+        "--test-input",
+        str(tmp_path / "img.png"),
+        "--test-result",
+        str(tmp_path / "top.npz"),
+        "-o",
+        str(tmp_path / "m.mlir"),
     )
     assert result.returncode == 0, result.stderr
     # resize to 10x12 is the identity here; the center crop takes rows 1..9, cols 2..10.
@@ -206,8 +245,12 @@ def rate_switch(path: Path) -> Path:
         helper.make_node("If", ["is16k"], ["y"], then_branch=then_branch, else_branch=else_branch, name="rate_if"),
     ]
     graph = helper.make_graph(
-        nodes, "rate_switch",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8]), helper.make_tensor_value_info("sr", TensorProto.INT64, [])],
+        nodes,
+        "rate_switch",
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8]),
+            helper.make_tensor_value_info("sr", TensorProto.INT64, []),
+        ],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
     )
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)], ir_version=8), path)
@@ -219,7 +262,9 @@ def test_transform_binds_branch_inputs_with_a_note(tmp_path, flag):
     """--constant-inputs binds sr; without it, the test input's sr is used, since sr only
     picks a branch. Either way the note says so and TOP matches onnxruntime."""
     model = rate_switch(tmp_path / "vad.onnx")
-    np.savez(tmp_path / "in.npz", x=np.random.default_rng(3).standard_normal((1, 8)).astype(np.float32), sr=np.array(16000))
+    np.savez(
+        tmp_path / "in.npz", x=np.random.default_rng(3).standard_normal((1, 8)).astype(np.float32), sr=np.array(16000)
+    )
     result = tpu_xdsl(
         "transform", "--model-def", str(model), "--model-name", "vad", "--input-shapes", "[[1,8],[]]", *flag,
         "--test-input", str(tmp_path / "in.npz"), "-o", str(tmp_path / "vad.mlir"),

@@ -112,7 +112,8 @@ def conv(x_shape, w_shape, out: str = "y", relu: bool = False, bias: bool = True
 
 GRAPHS = {
     # windows: H slices with halos, pads moved to the slice edges
-    "conv3x3_pad1_bias_relu": conv([1, 16, 128, 128], [16, 16, 3, 3], relu=True, kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+    "conv3x3_pad1_bias_relu": conv([1, 16, 128, 128], [16, 16, 3, 3], relu=True, kernel_shape=[3, 3],
+                                   pads=[1, 1, 1, 1]),
     "conv_stride2": conv([1, 16, 255, 128], [16, 16, 3, 3], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 0, 1, 2]),
     "conv_dilation2": conv([1, 8, 160, 160], [8, 8, 3, 3], bias=False, kernel_shape=[3, 3], dilations=[2, 2],
                            pads=[2, 2, 2, 2]),

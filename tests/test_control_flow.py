@@ -75,7 +75,9 @@ def sample_rate_model() -> onnx.ModelProto:
             helper.make_node("Gather", ["xs", "one"], ["width"], axis=0),
             const_node("eight", np.array(8, np.int64)),
             helper.make_node("Equal", ["width", "eight"], ["is8"]),
-            helper.make_node("If", ["is8"], ["then_y"], then_branch=inner_then, else_branch=inner_else, name="inner_if"),
+            helper.make_node(
+                "If", ["is8"], ["then_y"], then_branch=inner_then, else_branch=inner_else, name="inner_if"
+            ),
         ],
         "then",
         [],

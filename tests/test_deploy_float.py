@@ -58,8 +58,20 @@ def test_deploy_f16_bf16_pass_and_chip_rejects_f16(tmp_path):
     assert r.returncode == 0, r.stderr
     for mode, chip in (("F32", "bm1684x"), ("F16", "bm1684x"), ("BF16", "bm1684x"), ("BF16", "cv183x")):
         out = tmp_path / f"m_{mode}_{chip}.mlir"
-        r = tpu_xdsl("deploy", str(tmp_path / "m.mlir"), "--quantize", mode, "--chip", chip,
-                     "--test-input", str(tmp_path / "x.npz"), "--test-reference", str(tmp_path / "top.npz"), "-o", str(out))
+        r = tpu_xdsl(
+            "deploy",
+            str(tmp_path / "m.mlir"),
+            "--quantize",
+            mode,
+            "--chip",
+            chip,
+            "--test-input",
+            str(tmp_path / "x.npz"),
+            "--test-reference",
+            str(tmp_path / "top.npz"),
+            "-o",
+            str(out),
+        )
         assert r.returncode == 0, r.stdout + r.stderr
         assert f"TOP (reference) vs TPU interpreter {mode}" in r.stdout and "all pass" in r.stdout
         assert f'module.mode = "{mode}"' in out.read_text()
@@ -73,15 +85,20 @@ def test_deploy_f16_bf16_pass_and_chip_rejects_f16(tmp_path):
                            / np.linalg.norm(top["prob"]) / np.linalg.norm(y[name]))
             assert name == "prob" and cosine > 0.999, (name, cosine)
     assert_user_error(
-        tpu_xdsl("deploy", str(tmp_path / "m.mlir"), "--quantize", "F16", "--chip", "cv183x", "-o", str(tmp_path / "no.mlir")),
-        "chip cv183x has no F16 mode", "BF16, INT8",
+        tpu_xdsl(
+            "deploy", str(tmp_path / "m.mlir"), "--quantize", "F16", "--chip", "cv183x", "-o", str(tmp_path / "no.mlir")
+        ),
+        "chip cv183x has no F16 mode",
+        "BF16, INT8",
     )
     assert_user_error(
         tpu_xdsl("deploy", str(tmp_path / "m.mlir"), "--quantize", "F8", "-o", str(tmp_path / "no.mlir")),
         "--quantize F8", "F32, F16, BF16 or INT8",
     )
     assert_user_error(
-        tpu_xdsl("deploy", str(tmp_path / "m.mlir"), "--quantize", "F16", "--chip", "nochip", "-o", str(tmp_path / "no.mlir")),
+        tpu_xdsl(
+            "deploy", str(tmp_path / "m.mlir"), "--quantize", "F16", "--chip", "nochip", "-o", str(tmp_path / "no.mlir")
+        ),
         "unknown chip 'nochip'",
     )
     assert not list(tmp_path.glob("no*"))
@@ -93,7 +110,19 @@ def test_deploy_fails_below_tolerance_naming_the_first_tensor(tmp_path):
     assert tpu_xdsl("transform", "--model-def", str(model), "--model-name", "m", "--input-shapes", "[[1,3,8,8]]",
                     "--test-input", str(tmp_path / "x.npz"), "--test-result", str(tmp_path / "top.npz"),
                     "-o", str(tmp_path / "m.mlir")).returncode == 0
-    r = tpu_xdsl("deploy", str(tmp_path / "m.mlir"), "--quantize", "BF16", "--tolerance", "0.9999999,0.9999",
-                 "--test-input", str(tmp_path / "x.npz"), "--test-reference", str(tmp_path / "top.npz"), "-o", str(tmp_path / "b.mlir"))
+    r = tpu_xdsl(
+        "deploy",
+        str(tmp_path / "m.mlir"),
+        "--quantize",
+        "BF16",
+        "--tolerance",
+        "0.9999999,0.9999",
+        "--test-input",
+        str(tmp_path / "x.npz"),
+        "--test-reference",
+        str(tmp_path / "top.npz"),
+        "-o",
+        str(tmp_path / "b.mlir"),
+    )
     assert r.returncode == 1, r.stdout + r.stderr
     assert "below tolerance, first: relu" in r.stdout

@@ -173,7 +173,11 @@ def test_pool_table_matmul_and_cast_on_the_device_equal_numpy():
     # lane bytes on cv183x (16-byte EUs): x 2 planes of 48, the table 256, pool 2 x 16, ...
     lx, lt = local(0, "int8", x.shape), LocalTensor(128, "int8", (1, 1, 1, 256), (256,))
     lp, ly = local(384, "int8", (1, 40, 3, 3)), local(448, "int8", x.shape)
-    la, lb, lm = local(576, "float32", a.shape), LocalTensor(640, "float32", (1, 7, 1, 3), b.shape), local(704, "float32", (5, 3))
+    la, lb, lm = (
+        local(576, "float32", a.shape),
+        LocalTensor(640, "float32", (1, 7, 1, 3), b.shape),
+        local(704, "float32", (5, 3)),
+    )
     lh = local(768, "bfloat16", (5, 3))
     out = {name: DdrView.contiguous(12288 + 2048 * k, t.dtype, t.view) for k, (name, t) in
            enumerate((("pool", lp), ("lut", ly), ("matmul", lm), ("cast", lh)))}
@@ -245,7 +249,8 @@ def test_a_missing_token_reads_stale_memory():
         (DmaLoad(0, DdrView.contiguous(0, "int8", (4096,)), LocalTensor(262144 - 64, "int8", (1, 1, 1, 4096), (4096,))),
          "does not fit the 262144 bytes of a lane"),
         (DmaStore(0, local(0, "float32", (1, 2)), DdrView.contiguous(2, "float32", (2,))), "not aligned to float32"),
-        (Compute(0, "frobnicate", (local(0, "int8", (1, 4)),), (local(64, "int8", (1, 4)),), {}), "no compute kernel 'frobnicate'"),
+        (Compute(0, "frobnicate", (local(0, "int8", (1, 4)),), (local(64, "int8", (1, 4)),), {}),
+         "no compute kernel 'frobnicate'"),
     ],
 )
 def test_illegal_instructions_are_rejected_by_name(instruction, fragment):
@@ -259,7 +264,8 @@ def test_dependencies_must_point_backwards_and_ddr_must_fit_the_chip():
     tensor = local(0, "int8", (1, 4))
     program = [DmaLoad(0, DdrView.contiguous(0, "int8", (4,)), tensor, deps=(1,)),
                DmaStore(1, tensor, DdrView.contiguous(64, "int8", (4,)))]
-    with pytest.raises(IllegalProgramError, match="instruction 0 .* depends on instruction 1, which does not come before"):
+    with pytest.raises(IllegalProgramError,
+                       match="instruction 0 .* depends on instruction 1, which does not come before"):
         schedule(BM1684X, program)
     with pytest.raises(IllegalProgramError, match="needs 2147483648 bytes of DDR; cv183x has 1073741824"):
         Device(CV183X, 2 << 30)

@@ -138,7 +138,10 @@ def single_node(op: str, opset: int, inputs: dict, attrs: dict, consts: dict, ou
     graph = helper.make_graph(
         [node],
         "g",
-        [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape) for n, v in inputs.items()],
+        [
+            helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
+            for n, v in inputs.items()
+        ],
         [onnx.ValueInfoProto(name=f"y{i}") for i in range(out_count)],
         [numpy_helper.from_array(v, n) for n, v in consts.items()],
     )
@@ -171,7 +174,13 @@ FORMS = [
     ("Upsample", 7, {"scales": [1.0, 1.0, 2.0, 2.0]}, {}, 1),
     ("Upsample", 9, {}, {"scales": np.array([1, 1, 2, 2], np.float32)}, 1),
     ("Resize", 10, {}, {"scales": np.array([1, 1, 2, 2], np.float32)}, 1),
-    ("Resize", 11, {"mode": "linear"}, {"roi": np.zeros(0, np.float32), "scales": np.array([1, 1, 2, 2], np.float32)}, 1),
+    (
+        "Resize",
+        11,
+        {"mode": "linear"},
+        {"roi": np.zeros(0, np.float32), "scales": np.array([1, 1, 2, 2], np.float32)},
+        1,
+    ),
     ("TopK", 9, {"k": 2, "axis": 3}, {}, 2),
     ("TopK", 11, {"axis": -1}, {"k": np.array([2], I64)}, 2),
     ("Dropout", 7, {"ratio": 0.3}, {}, 1),

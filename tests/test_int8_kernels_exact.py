@@ -216,7 +216,9 @@ def _requant_attrs(rng, oc: int, scalar: bool, shift_range: tuple[int, int]) -> 
     return {"multiplier": rng.integers(1 << 30, 1 << 31, oc).tolist(), "rshift": shifts.tolist()}
 
 
-def _run_conv_case(case: str, mode: str, relu: bool, out_dtype, zo: int, scalar: bool, shifts, with_bias: bool, seed: int):
+def _run_conv_case(
+    case: str, mode: str, relu: bool, out_dtype, zo: int, scalar: bool, shifts, with_bias: bool, seed: int
+):
     shape, dtype, zx, oc, kernel, strides, pads, dilations, group = CONV_CASES[case]
     rng = np.random.default_rng(seed)
     info = np.iinfo(dtype)
@@ -235,7 +237,9 @@ def _run_conv_case(case: str, mode: str, relu: bool, out_dtype, zo: int, scalar:
     result = ResultSpec(acc.shape, np.dtype(out_dtype))
     (got,) = INT8_KERNELS["conv"]([x, w, bias], attrs, [result])
     m, s = attrs["multiplier"], attrs["rshift"]
-    expected = requantize_array_ref(acc, m if len(m) > 1 else m[0], s if len(s) > 1 else s[0], zo, out_dtype, mode, relu)
+    expected = requantize_array_ref(
+        acc, m if len(m) > 1 else m[0], s if len(s) > 1 else s[0], zo, out_dtype, mode, relu
+    )
     assert got.dtype == out_dtype and got.shape == acc.shape
     np.testing.assert_array_equal(got, expected)
     return got
@@ -249,7 +253,9 @@ def test_conv_every_layout(case):
 
 
 def test_conv_saturates_at_both_ends():
-    got = _run_conv_case("3x3_shifted_split_channels", "half_away_from_zero", False, np.int8, 0, False, (18, 22), True, 0)
+    got = _run_conv_case(
+        "3x3_shifted_split_channels", "half_away_from_zero", False, np.int8, 0, False, (18, 22), True, 0
+    )
     assert (got == -128).any() and (got == 127).any()
     got = _run_conv_case("3x3_stride2", "half_up", True, np.uint8, 100, True, (20, 20), True, 1)
     assert (got == 100).any() and (got == 255).any()
@@ -278,11 +284,17 @@ def test_conv_ties_round_by_mode(mode):
 
 @pytest.mark.parametrize("mode", ROUND_MODES)
 @pytest.mark.parametrize(
-    ("out_dtype", "zo", "relu"), [(np.int8, 0, False), (np.int8, -5, True), (np.uint8, 0, False), (np.uint8, 100, False), (np.uint8, 100, True)]
+    ("out_dtype", "zo", "relu"),
+    [(np.int8, 0, False), (np.int8, -5, True), (np.uint8, 0, False), (np.uint8, 100, False), (np.uint8, 100, True)],
 )
 def test_conv_round_modes_zero_points_and_relu(mode, out_dtype, zo, relu):
     for seed, (case, scalar, shifts) in enumerate(
-        [("3x3_shifted", False, (30, 44)), ("3x3_stride2", True, (40, 40)), ("1x1", False, (45, 62)), ("depthwise", False, (0, 63))]
+        [
+            ("3x3_shifted", False, (30, 44)),
+            ("3x3_stride2", True, (40, 40)),
+            ("1x1", False, (45, 62)),
+            ("depthwise", False, (0, 63)),
+        ]
     ):
         _run_conv_case(case, mode, relu, out_dtype, zo, scalar, shifts, seed % 2 == 0, seed)
 
@@ -361,7 +373,8 @@ def _add_ref(a, b, za, zb, m0, m1, s, zo, dtype, mode, relu):
 
 @pytest.mark.parametrize("mode", ROUND_MODES)
 @pytest.mark.parametrize(
-    ("out_dtype", "zo", "relu"), [(np.int8, 0, False), (np.int8, 0, True), (np.uint8, 0, False), (np.uint8, 90, False), (np.int8, -7, True)]
+    ("out_dtype", "zo", "relu"),
+    [(np.int8, 0, False), (np.int8, 0, True), (np.uint8, 0, False), (np.uint8, 90, False), (np.int8, -7, True)],
 )
 def test_add_and_sub_every_mode(mode, out_dtype, zo, relu):
     rng = np.random.default_rng(6)
@@ -376,7 +389,9 @@ def test_add_and_sub_every_mode(mode, out_dtype, zo, relu):
             "output_zero_point": zo, "round_mode": mode, "do_relu": relu,
         }
         (got,) = INT8_KERNELS["add"]([a, b], attrs, [ResultSpec(a.shape, np.dtype(out_dtype))])
-        np.testing.assert_array_equal(got, _add_ref(a, b, 128, 0, m0, m1, s, zo, out_dtype, mode, relu), err_msg=f"shift {s}")
+        np.testing.assert_array_equal(
+            got, _add_ref(a, b, 128, 0, m0, m1, s, zo, out_dtype, mode, relu), err_msg=f"shift {s}"
+        )
 
 
 @pytest.mark.parametrize("mode", ROUND_MODES)
@@ -396,7 +411,9 @@ def test_add_with_per_channel_multipliers(mode, out_dtype, zo, relu):
         }
         (got,) = INT8_KERNELS["add"]([a, b], attrs, [ResultSpec(a.shape, np.dtype(out_dtype))])
         column = (1, 5, 1, 1)
-        expected = _add_ref(a, b, 0, 3, np.array(ma).reshape(column), np.array(mb).reshape(column), s, zo, out_dtype, mode, relu)
+        expected = _add_ref(
+            a, b, 0, 3, np.array(ma).reshape(column), np.array(mb).reshape(column), s, zo, out_dtype, mode, relu
+        )
         np.testing.assert_array_equal(got, expected, err_msg=f"shift {s}")
 
 
@@ -414,7 +431,9 @@ def test_add_ties_and_broadcasting():
 
 
 @pytest.mark.parametrize("mode", ROUND_MODES)
-@pytest.mark.parametrize(("out_dtype", "zo", "relu"), [(np.int8, 0, False), (np.uint8, 0, True), (np.int8, -7, True), (np.uint8, 90, False)])
+@pytest.mark.parametrize(
+    ("out_dtype", "zo", "relu"), [(np.int8, 0, False), (np.uint8, 0, True), (np.int8, -7, True), (np.uint8, 90, False)]
+)
 def test_mul_every_mode_per_channel_and_scalar(mode, out_dtype, zo, relu):
     """A product of codes, b broadcast like an SE scale, requantized per channel or by one
     multiplier, against Python integers; shifts from 0 to 63 (the largest leave float64's
@@ -425,7 +444,10 @@ def test_mul_every_mode_per_channel_and_scalar(mode, out_dtype, zo, relu):
     a.reshape(-1)[:2], b.reshape(-1)[:2] = [-128, 127], [0, 255]
     acc = (a.astype(np.int64) - 0) * (b.astype(np.int64) - 3)
     for s in (0, 1, 20, 31, 37, 40, 53, 63):
-        for mult in ([int(v) >> max(0, 31 - s) for v in rng.integers(1, 1 << 31, 5)], [int(rng.integers(1, 1 << 31)) >> max(0, 31 - s)]):
+        for mult in (
+            [int(v) >> max(0, 31 - s) for v in rng.integers(1, 1 << 31, 5)],
+            [int(rng.integers(1, 1 << 31)) >> max(0, 31 - s)],
+        ):
             attrs = {"multiplier": mult, "rshift": [s], "input_zero_points": [0, 3], "output_zero_point": zo,
                      "round_mode": mode, "do_relu": relu}
             (got,) = INT8_KERNELS["mul"]([a, b], attrs, [ResultSpec(a.shape, np.dtype(out_dtype))])
@@ -461,7 +483,9 @@ def test_lut_indexes_by_byte():
 
 
 @pytest.mark.parametrize("mode", ROUND_MODES)
-@pytest.mark.parametrize(("dtype", "zo", "relu"), [(np.uint8, 0, False), (np.int8, 0, False), (np.uint8, 200, False), (np.int8, -9, True)])
+@pytest.mark.parametrize(
+    ("dtype", "zo", "relu"), [(np.uint8, 0, False), (np.int8, 0, False), (np.uint8, 200, False), (np.int8, -9, True)]
+)
 def test_conv_requantization_at_the_edges_of_its_fast_paths(mode, dtype, zo, relu):
     """Sums whose scaled values sit at ties and at the saturation edges, and up to the
     bound, for shifts on both sides of the float64 plan's limit (44 / 45 here)."""
@@ -477,7 +501,13 @@ def test_conv_requantization_at_the_edges_of_its_fast_paths(mode, dtype, zo, rel
             rows.append(np.clip(near, -bound, bound))
         acc = np.array(rows).reshape(1, 4, -1)
         bias = np.array([0, -7, 1 << 20, -(1 << 20)], dtype=np.int32)
-        attrs = {"multiplier": mult.tolist(), "rshift": [shift], "round_mode": mode, "output_zero_point": zo, "do_relu": relu}
+        attrs = {
+            "multiplier": mult.tolist(),
+            "rshift": [shift],
+            "round_mode": mode,
+            "output_zero_point": zo,
+            "do_relu": relu,
+        }
         result = ResultSpec(acc.shape, np.dtype(dtype))
         got = finish_sum(acc, bias, attrs, result, bound)
         total = acc.astype(np.int64) + bias.reshape(1, -1, 1)

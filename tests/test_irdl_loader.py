@@ -189,10 +189,22 @@ def test_optional_attribute_syntax_round_trips():
 @pytest.mark.parametrize(
     ("irdl", "message"),
     [
-        ("irdl.dialect @d { irdl.operation @o { %0 = irdl.base \"!nope.type\"\n irdl.results(r: %0) } }", "names no known attribute or type"),
-        ("irdl.dialect @d { irdl.operation @o { %0 = irdl.parametric @missing<>\n irdl.results(r: %0) } }", "@missing names no known"),
-        ("irdl.dialect @d { irdl.operation @o { %0 = irdl.base \"tensor\"\n irdl.results(r: %0) } }", "must start with '!'"),
-        ("irdl.dialect @d { irdl.operation @o { %0 = irdl.any\n irdl.results(r: %0)\n irdl.operands(r: %0) } }", "field 'r' is defined twice"),
+        (
+            'irdl.dialect @d { irdl.operation @o { %0 = irdl.base "!nope.type"\n irdl.results(r: %0) } }',
+            "names no known attribute or type",
+        ),
+        (
+            "irdl.dialect @d { irdl.operation @o { %0 = irdl.parametric @missing<>\n irdl.results(r: %0) } }",
+            "@missing names no known",
+        ),
+        (
+            'irdl.dialect @d { irdl.operation @o { %0 = irdl.base "tensor"\n irdl.results(r: %0) } }',
+            "must start with '!'",
+        ),
+        (
+            "irdl.dialect @d { irdl.operation @o { %0 = irdl.any\n irdl.results(r: %0)\n irdl.operands(r: %0) } }",
+            "field 'r' is defined twice",
+        ),
         ("irdl.operation @o {}", "invalid IRDL"),
         ("this is not irdl", "invalid IRDL"),
     ],

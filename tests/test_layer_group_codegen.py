@@ -27,7 +27,12 @@ def conv_chain(flatten: bool = False):
         node("Add", ["c2", "r1"], ["s"]),
         node("MaxPool", ["s"], ["y"], kernel_shape=[2, 2], strides=[2, 2]),
     ]
-    inits = [weight("w1", [16, 8, 3, 3]), weight("b1", [16], 0.1), weight("w2", [16, 16, 3, 3]), weight("b2", [16], 0.1)]
+    inits = [
+        weight("w1", [16, 8, 3, 3]),
+        weight("b1", [16], 0.1),
+        weight("w2", [16, 16, 3, 3]),
+        weight("b2", [16], 0.1),
+    ]
     if flatten:
         nodes.append(node("Flatten", ["y"], ["f"]))
     return model_of(nodes, [("x", [2, 8, 96, 64])], "f" if flatten else "y", inits)

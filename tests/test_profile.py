@@ -205,7 +205,8 @@ def test_run_with_profile_and_trace(grouped, saved, tmp_path, capsys):
     assert code == 0, err
     lines = out.splitlines()
     mine = [s for s in timeline.scheduled if s.instruction.group == 0]
-    assert int(row_of(lines, "group 0: y_per_tensor")["cycles"]) == max(s.finish for s in mine) - min(s.start for s in mine)
+    span = max(s.finish for s in mine) - min(s.start for s in mine)
+    assert int(row_of(lines, "group 0: y_per_tensor")["cycles"]) == span
     assert any(line.startswith("roofline: bound ") for line in lines)
     events = json.loads((tmp_path / "t.json").read_text())["traceEvents"]
     assert len([e for e in events if e["ph"] == "X"]) == len(model.instructions)

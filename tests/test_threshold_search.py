@@ -90,7 +90,9 @@ def sqnr(reference: list[np.ndarray], actual: list[np.ndarray]) -> float:
 
 def top_runner(tmp_path: Path, capsys) -> ModuleRunner:
     mlir = tmp_path / "searched.mlir"
-    code, _, err = cli(capsys, "transform", "--model-def", model(tmp_path / "searched.onnx"), "--model-name", "s", "-o", mlir)
+    code, _, err = cli(
+        capsys, "transform", "--model-def", model(tmp_path / "searched.onnx"), "--model-name", "s", "-o", mlir
+    )
     assert code == 0, err
     module = read_module(mlir)
     attach_weights(module, base_dir=tmp_path)
@@ -157,7 +159,9 @@ def test_calibrate_search_threshold_takes_one_of_the_four_methods_per_tensor(tmp
         code, _, err = cli(capsys, "calibrate", mlir, "--dataset", data, "--method", method, "-o", tmp_path / method)
         assert code == 0, err
         per_method[method] = {r.name: r.threshold for r in read_table(tmp_path / method).rows}
-    code, out, err = cli(capsys, "calibrate", mlir, "--dataset", data, "--search-threshold", "-o", tmp_path / "searched")
+    code, out, err = cli(
+        capsys, "calibrate", mlir, "--dataset", data, "--search-threshold", "-o", tmp_path / "searched"
+    )
     assert code == 0, err
     assert "with search-threshold" in out and "search-threshold:" in out
     table = read_table(tmp_path / "searched")
@@ -209,7 +213,9 @@ def test_the_whole_model_check_keeps_the_default_when_the_searched_set_is_worse(
         found = []
         for x in checks:
             float_c = session.run(None, {"x": x})[0]
-            c = fake_quantize(session.run(None, {"x": fake_quantize(x, thresholds["x"], False)})[0], thresholds["c"], False)
+            c = fake_quantize(
+                session.run(None, {"x": fake_quantize(x, thresholds["x"], False)})[0], thresholds["c"], False
+            )
             y = fake_quantize(sigmoid(c), thresholds["y"], True)
             # the model's outputs, y and c, as one vector
             a = np.concatenate([sigmoid(float_c).ravel(), float_c.ravel()]).astype(np.float64)

@@ -358,7 +358,8 @@ def test_a_model_larger_than_the_chips_ddr_is_a_one_line_error():
 def test_a_top_module_is_refused_naming_its_state():
     module = _huge_module("bm1684x")
     module.attributes["module.state"] = StringAttr("TOP_CALIBRATED")
-    with pytest.raises(MemoryAssignmentError, match="module.state is TOP_CALIBRATED: tpu-assign-memory takes a TPU module"):
+    with pytest.raises(MemoryAssignmentError, match="module.state is TOP_CALIBRATED: "
+                                                    "tpu-assign-memory takes a TPU module"):
         assign_memory(module)
 
 

@@ -54,7 +54,9 @@ def random_table(rng, n: int):
     for j in range(n):
         longest = int(rng.integers(1, n + 1))
         for i in range(j + 1):
-            table[i, j] = None if j - i + 1 > longest else int(rng.integers(1, 100)) * (j - i + 1) - int(rng.integers(0, 50))
+            table[i, j] = (
+                None if j - i + 1 > longest else int(rng.integers(1, 100)) * (j - i + 1) - int(rng.integers(0, 50))
+            )
     for k in range(n):
         table[k, k] = int(rng.integers(20, 120))
     return table

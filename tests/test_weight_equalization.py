@@ -277,7 +277,10 @@ def upsampling_head(path: Path) -> Path:
     spread = np.logspace(-1, 1, 6).astype(np.float32)
     w1 = rng.standard_normal((6, 3, 3, 3)).astype(np.float32) * spread[:, None, None, None]
     d1 = rng.standard_normal((6, 4, 2, 2)).astype(np.float32) / spread[:, None, None, None]
-    d2 = rng.standard_normal((4, 5, 2, 2)).astype(np.float32) * np.array([0.1, 1, 10, 3, 0.3], np.float32)[None, :, None, None]
+    d2 = (
+        rng.standard_normal((4, 5, 2, 2)).astype(np.float32)
+        * np.array([0.1, 1, 10, 3, 0.3], np.float32)[None, :, None, None]
+    )
     w3 = rng.standard_normal((2, 5, 1, 1)).astype(np.float32)
     b = {n: (rng.standard_normal(c) * 0.1).astype(np.float32) for n, c in (("b1", 6), ("bd1", 4), ("bd2", 5))}
     nodes = [

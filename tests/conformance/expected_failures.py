@@ -405,12 +405,14 @@ EXPECTED_FAILURES: dict[str, list[str]] = {
         'test_split_to_sequence_2',
         'test_split_to_sequence_nokeepdims',
     ],
-    'dynamic quantization expanded: the scale is computed from the data input at run time, and binding the only input would fold the case away': [
+    'dynamic quantization expanded: the scale is computed from the data '
+    'input at run time, and binding the only input would fold the case away': [
         'test_dynamicquantizelinear_expanded',
         'test_dynamicquantizelinear_max_adjusted_expanded',
         'test_dynamicquantizelinear_min_adjusted_expanded',
     ],
-    "Loop's trip count computed from data inputs (Range's start and delta also give the values), so it cannot be unrolled at import": [
+    "Loop's trip count computed from data inputs (Range's start and "
+    "delta also give the values), so it cannot be unrolled at import": [
         'test_range_bfloat16_type_positive_delta_expanded',
         'test_range_float16_type_positive_delta_expanded',
         'test_range_float_type_positive_delta_expanded',
@@ -662,13 +664,15 @@ EXPECTED_FAILURES: dict[str, list[str]] = {
         'test_unique_sorted_with_negative_axis',
         'test_unique_sorted_without_axis',
     ],
-    'outside what the import rules handle (run-time shapes or attributes): node (Dropout, opset N): training_mode (input N) must be a constant': [
+    'outside what the import rules handle (run-time shapes or attributes): '
+    'node (Dropout, opset N): training_mode (input N) must be a constant': [
         'test_training_dropout',
         'test_training_dropout_default',
         'test_training_dropout_default_mask',
         'test_training_dropout_mask',
     ],
-    'outside what the import rules handle (run-time shapes or attributes): node (Range, opset N): limit (input N) must be a constant': [
+    'outside what the import rules handle (run-time shapes or '
+    'attributes): node (Range, opset N): limit (input N) must be a constant': [
         'test_blackmanwindow_expanded',
         'test_blackmanwindow_symmetric_expanded',
         'test_hammingwindow_expanded',
@@ -701,13 +705,15 @@ EXPECTED_FAILURES: dict[str, list[str]] = {
     'unsupported op: DequantizeLinear': [
         'test_dequantizelinear_blocked',
     ],
-    'outside what the import rules handle (run-time shapes or attributes): node (Resize, opset N): antialias when downsampling is not supported': [
+    'outside what the import rules handle (run-time shapes or attributes): '
+    'node (Resize, opset N): antialias when downsampling is not supported': [
         'test_resize_downsample_scales_cubic_antialias',
         'test_resize_downsample_scales_linear_antialias',
         'test_resize_downsample_sizes_cubic_antialias',
         'test_resize_downsample_sizes_linear_antialias',
     ],
-    "outside what the import rules handle (run-time shapes or attributes): node (Resize, opset N): coordinate_transformation_mode 'tf_crop_and_resize' is not support": [
+    "outside what the import rules handle (run-time shapes or attributes): node (Resize, "
+    "opset N): coordinate_transformation_mode 'tf_crop_and_resize' is not support": [
         'test_resize_tf_crop_and_resize',
         'test_resize_tf_crop_and_resize_axes_2_3',
         'test_resize_tf_crop_and_resize_axes_3_2',
@@ -794,19 +800,23 @@ EXPECTED_FAILURES: dict[str, list[str]] = {
         'test_tensorscatter_3d',
         'test_tensorscatter_circular',
     ],
-    'outside what the import rules handle (run-time shapes or attributes): node (BatchNormalization, opset N): training_mode = N (batch statistics) is not supported;': [
+    'outside what the import rules handle (run-time shapes or attributes): node '
+    '(BatchNormalization, opset N): training_mode = N (batch statistics) is not supported;': [
         'test_batchnorm_epsilon_training_mode',
         'test_batchnorm_example_training_mode',
     ],
-    "outside what the import rules handle (run-time shapes or attributes): node (MaxPool, opset N): output N 'z' (Indices) is not supported": [
+    "outside what the import rules handle (run-time shapes or attributes): "
+    "node (MaxPool, opset N): output N 'z' (Indices) is not supported": [
         'test_maxpool_with_argmax_2d_precomputed_pads',
         'test_maxpool_with_argmax_2d_precomputed_strides',
     ],
-    "outside what the import rules handle (run-time shapes or attributes): node (Resize, opset N): coordinate_transformation_mode 'half_pixel_symmetric' is not suppo": [
+    "outside what the import rules handle (run-time shapes or attributes): node (Resize, "
+    "opset N): coordinate_transformation_mode 'half_pixel_symmetric' is not suppo": [
         'test_resize_downsample_scales_linear_half_pixel_symmetric',
         'test_resize_upsample_scales_linear_half_pixel_symmetric',
     ],
-    'outside what the import rules handle (run-time shapes or attributes): node (Resize, opset N): cubic mode is supported with cubic_coeff_a = -N and exclude_outsid': [
+    'outside what the import rules handle (run-time shapes or attributes): node (Resize, '
+    'opset N): cubic mode is supported with cubic_coeff_a = -N and exclude_outsid': [
         'test_resize_downsample_scales_cubic_A_n0p5_exclude_outside',
         'test_resize_upsample_scales_cubic_A_n0p5_exclude_outside',
     ],
@@ -884,16 +894,20 @@ EXPECTED_FAILURES: dict[str, list[str]] = {
     'numerics differ beyond rtol/atol: Not equal to tolerance rtol=N, atol=N': [
         'test_l2normalization_axis_0',
     ],
-    "outside what the import rules handle (run-time shapes or attributes): input 'opt_in' is not a tensor (sequences and maps are not supported)": [
+    "outside what the import rules handle (run-time shapes or attributes): "
+    "input 'opt_in' is not a tensor (sequences and maps are not supported)": [
         'test_identity_opt',
     ],
-    "outside what the import rules handle (run-time shapes or attributes): input 'x' is not a tensor (sequences and maps are not supported)": [
+    "outside what the import rules handle (run-time shapes or attributes): "
+    "input 'x' is not a tensor (sequences and maps are not supported)": [
         'test_identity_sequence',
     ],
-    'outside what the import rules handle (run-time shapes or attributes): node (LSTM, opset N): sequence_lens (input N) must be a constant': [
+    'outside what the import rules handle (run-time shapes or attributes): '
+    'node (LSTM, opset N): sequence_lens (input N) must be a constant': [
         'test_lstm_with_peepholes',
     ],
-    "outside what the import rules handle (run-time shapes or attributes): node (NonZero, opset N): the output's shape depends on the input's values (only a constant": [
+    "outside what the import rules handle (run-time shapes or attributes): node "
+    "(NonZero, opset N): the output's shape depends on the input's values (only a constant": [
         'test_nonzero_example',
     ],
     'unsupported op: MelWeightMatrix': [

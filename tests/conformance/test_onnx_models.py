@@ -68,7 +68,10 @@ def test_light_model(name, path):
 
 
 @pytest.mark.conformance
-@pytest.mark.parametrize("case_dir", [*_data_dir_cases("pytorch-converted"), *_data_dir_cases("pytorch-operator"), *_data_dir_cases("simple")])
+@pytest.mark.parametrize(
+    "case_dir",
+    [*_data_dir_cases("pytorch-converted"), *_data_dir_cases("pytorch-operator"), *_data_dir_cases("simple")],
+)
 def test_data_case(case_dir):
     model = onnx.load(str(case_dir / "model.onnx"))
     data_sets = [_load_data_set(d) for d in sorted(case_dir.glob("test_data_set_*"))]

@@ -34,7 +34,13 @@ def classify(model, error: BaseException) -> str:
         return "training operators (gradients, optimizers, losses) are not inference"
     if ops & NON_TENSOR:
         return "sequences and optionals (also as If/Loop values) are not tensors with static shapes"
-    if ops & STRINGS or "string" in text.lower() or "dtype('<U" in text or "dtype('O')" in text or "dtype object" in text:
+    if (
+        ops & STRINGS
+        or "string" in text.lower()
+        or "dtype('<U" in text
+        or "dtype('O')" in text
+        or "dtype object" in text
+    ):
         return "string tensors are not supported"
     if "no IR element type" in text or "target element type" in text:
         return "float8, float4, int4, uint4, int2 and e8m0 element types are not TOP element types"
@@ -55,7 +61,8 @@ def _numerics_reason(model, message: str) -> str:
 
     input_types = {i.type.tensor_type.elem_type for i in model.graph.input}
     if input_types & {TensorProto.FLOAT16, TensorProto.BFLOAT16}:
-        return "16-bit float results round differently: TOP computes in float32, the reference in float16/bfloat16 steps"
+        return ("16-bit float results round differently: TOP computes in float32, "
+                "the reference in float16/bfloat16 steps")
     if TensorProto.DOUBLE in input_types:
         return "float64 data beyond float32 range or precision: TOP computes in float32"
     if {n.op_type for n in model.graph.node} == {"Mod"}:

@@ -18,7 +18,9 @@ from tpu_xdsl.interp.compare import compare_tensors
 
 
 def tpu_xdsl(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tpu_xdsl.tools.tpu_xdsl", *args], capture_output=True, text=True, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "tpu_xdsl.tools.tpu_xdsl", *args], capture_output=True, text=True, check=False
+    )
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +66,8 @@ def test_deploy_and_run_on_the_device(calibrated, mode, chip, groups, tmp_path):
     # tensor; with them, the tensors groups store (the others never leave local memory).
     grouping = [line for line in r.stdout.splitlines() if line.startswith("note: tpu-layer-group")]
     assert len(grouping) == groups, r.stdout[-3000:]
-    assert device.endswith("integer tensors equal, all pass") and int(device.split()[0]) >= (5 if groups else 70), device
+    assert device.endswith("integer tensors equal, all pass"), device
+    assert int(device.split()[0]) >= (5 if groups else 70), device
     tpu_mlir = out.with_suffix(".mlir")
     assert f'module.mode = "{mode}"' in tpu_mlir.read_text()
 
