@@ -444,8 +444,7 @@ class RecurrentEmitter:
                 self._loads(item)
                 emitted_loads.add(i)
             following = items[i + 1] if i + 1 < len(items) else None
-            early = following is not None and not ({r for *_, r in following.loads} & regions_of(item))
-            if early:
+            if following is not None and not ({r for *_, r in following.loads} & regions_of(item)):
                 self._loads(following)
                 emitted_loads.add(i + 1)
             for kind, inputs, outputs, attrs, reads, writes, macs in item.computes:

@@ -48,6 +48,13 @@ def part_boxes(plan: SlicePlan, part: tuple[int, int]) -> list[Box | None]:
     return [(x_box[0], part, *x_box[2:]), (w_box[0], part, *w_box[2:]), *rest]
 
 
+def _part_bytes(chip, dtype: str, box: Box | None, constant: bool) -> int:
+    """Bytes per lane of an operand's part; an absent operand (no box) takes none."""
+    if box is None:
+        return 0
+    return lane_bytes(dtype, box, constant, chip.npu_num, chip.eu_bytes)
+
+
 def _footprint(chip, shape: OpShape, plans: list[SlicePlan], parts: int, dtypes, result_dtype: str) -> int:
     """Bytes per lane: the largest input and filter part, bias, partial, accumulator and
     result boxes (one buffer each: the parts run one after another)."""
@@ -57,9 +64,7 @@ def _footprint(chip, shape: OpShape, plans: list[SlicePlan], parts: int, dtypes,
     for i, constant in enumerate(shape.constants[:3]):
         if shape.operands[i] is None:
             continue
-        total += max(
-            lane_bytes(dtypes[i], part_boxes(p, first)[i], constant, chip.npu_num, chip.eu_bytes) for p in plans
-        )
+        total += max(_part_bytes(chip, dtypes[i], part_boxes(p, first)[i], constant) for p in plans)
     out = max(lane_bytes(PARTIAL, p.outputs[0], False, chip.npu_num, chip.eu_bytes) for p in plans)
     result = max(lane_bytes(result_dtype, p.outputs[0], False, chip.npu_num, chip.eu_bytes) for p in plans)
     return total + 2 * out + result
@@ -133,7 +138,7 @@ def _bases(chip, shape: OpShape, dtypes, boxes_of: list[list[Box | None]]) -> tu
     cursor = 0
     bases = []
     for i in range(3):
-        size = (max(lane_bytes(dtypes[i], b[i], shape.constants[i], chip.npu_num, chip.eu_bytes) for b in boxes_of)
+        size = (max(_part_bytes(chip, dtypes[i], b[i], shape.constants[i]) for b in boxes_of)
                 if shape.operands[i] is not None else 0)
         bases.append(cursor)
         cursor += -(-size // chip.eu_bytes) * chip.eu_bytes

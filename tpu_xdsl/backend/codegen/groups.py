@@ -87,10 +87,15 @@ class GroupCodegen:
 
 def _prepare(state: CodegenState, group: Operation) -> PreparedGroup:
     body = list(group.regions[0].block.ops)
-    loaded = {op.results[0]: op.operands[0] for op in body if op.name == "tpu.load"}
+    loaded: dict[SSAValue, SSAValue] = {op.results[0]: op.operands[0] for op in body if op.name == "tpu.load"}
     stores = [op for op in body if op.name == "tpu.store"]
     ops = [op for op in body if op.name not in ("tpu.load", "tpu.store", "tpu.yield")]
-    planner = GroupPlanner(state.chip, lambda v: is_weight(loaded.get(v, v)), lambda v: loaded.get(v, v))
+
+    def source(value: SSAValue) -> SSAValue:
+        """What a group value stands for: a tpu.load's result is the tensor it loads."""
+        return loaded.get(value, value)
+
+    planner = GroupPlanner(state.chip, lambda v: is_weight(source(v)), source)
     counts = (int_attr(group, "n_slices"), int_attr(group, "h_slices"))
     name = (tensor_names(group) or ["group"])[0]
     plan = planner.plan(ops, [store.operands[0] for store in stores], counts)

@@ -96,7 +96,7 @@ def group_cost(chip: ChipConfig, members: Sequence[Member], steps: Sequence[Step
 def _resident_cost(chip: ChipConfig, members: Sequence[Member], constants: set[str],
                    dtypes: dict[str, str]) -> tuple[list[int], int]:
     """The cycles to load each member's weights, and their bytes."""
-    shapes = {k: shape for m in members for k, shape in zip(m.operands, m.shape.operands, strict=True) if k is not None}
+    shapes = {k: _operand_shape(m, i) for m in members for i, k in enumerate(m.operands) if k is not None}
     dma_bytes = 0
     resident = []
     for keys in resident_keys(members, constants):
@@ -138,7 +138,7 @@ def _member_cycles(chip: ChipConfig, index: int, member: Member, step: Step, con
         if k is None:
             inputs.append(None)
         elif k in constants:
-            inputs.append(local_tensor(0, dtypes[k], slicing.whole(member.shape.operands[i]), True))
+            inputs.append(local_tensor(0, dtypes[k], slicing.whole(_operand_shape(member, i)), True))
         elif (index, i) in step.copies:
             part = local_tensor(0, dtypes[k], step.copies[index, i])
             cycles += timing.compute_cycles(chip, Compute(0, "slice", (part,), (part,), {}))
@@ -149,6 +149,15 @@ def _member_cycles(chip: ChipConfig, index: int, member: Member, step: Step, con
     out = local_tensor(0, dtypes[result], step.boxes[result])
     plan = step.plans[index]
     return cycles + timing.compute_cycles(chip, Compute(0, member.shape.kind, tuple(inputs), (out,), plan.attrs))
+
+
+def _operand_shape(member: Member, i: int) -> tuple[int, ...]:
+    """The shape of a member's operand `i` that has a key: only an absent operand (no
+    key) has no shape."""
+    shape = member.shape.operands[i]
+    if shape is None:
+        raise ValueError(f"{member.shape.kind}: operand {i} ({member.operands[i]}) has no shape")
+    return shape
 
 
 def _nbytes(dtype: str, box: Box) -> int:
