@@ -11,7 +11,7 @@ too. No xDSL here.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -110,14 +110,15 @@ class LoadedModel:
         """DDR cleared, coefficients and inputs written, the program run, outputs read."""
         self.start(inputs)
         tensors: dict[str, np.ndarray] = {}
-        after_write = None
+        after_write: Callable[[int], None] | None = None
         if dump_all:
             completes = self.completed_by()
 
-            def after_write(index: int) -> None:
+            def dump(index: int) -> None:
                 for desc in completes.get(index, ()):
                     tensors[desc.name] = self.read(desc)
 
+            after_write = dump
         self.program.run(after_write)
         outputs = {desc.name: self.read(desc) for desc in self.model.outputs}
         return RunResult(outputs, self.program.timeline, tensors)

@@ -15,7 +15,7 @@ This module knows nothing of xDSL.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -310,7 +310,7 @@ class Program:
         if written is not None and after_write is not None:
             after_write(written)
 
-    def steps(self) -> Iterator[int]:
+    def steps(self) -> Generator[int, None, None]:
         """The run one instruction at a time (the debugger's `next`): yields the index of
         the instruction whose write comes next, and does that write when resumed. The
         reads of instructions that start earlier in simulated time are done by then."""

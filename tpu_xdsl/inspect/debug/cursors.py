@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Generator, Mapping
-from typing import cast
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -136,8 +135,8 @@ class DeviceCursor:
         self.finished = False
         self.error: BaseException | None = None
         self.loaded.start(feeds)
-        # steps() is a generator (declared as Iterator[int]); close() stops it mid-program.
-        self._steps = cast(Generator[int, None, None], self.loaded.program.steps())
+        # steps() is a generator: close() stops it mid-program.
+        self._steps = self.loaded.program.steps()
         self._next()
 
     def _next(self) -> None:
