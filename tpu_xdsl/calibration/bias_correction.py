@@ -31,9 +31,20 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.interpreter import Interpreter
 from xdsl.ir import Operation, SSAValue
 
+from tpu_xdsl.calibration.tune import cosine
 from tpu_xdsl.dialects.module import main_func, tensor_names
+from tpu_xdsl.dialects.quant_types import qparams_of
 from tpu_xdsl.errors import TpuXdslError
 from tpu_xdsl.interp.runner import ModuleRunner, TensorCapture
+from tpu_xdsl.transforms.import_calibration import import_calibration
+from tpu_xdsl.transforms.lower_top_to_tpu import lower_top_to_tpu
+from tpu_xdsl.weights import (
+    attach_weights,
+    create_weight,
+    is_weight,
+    weight_name,
+    weights_of,
+)
 
 # A mean over fewer samples mostly measures those samples.
 MIN_SAMPLES = 4
@@ -173,10 +184,6 @@ def _is_constant(value: SSAValue) -> bool:
 
 def lowered_int8(module: ModuleOp, table, scheme: Scheme) -> ModuleOp:
     """A copy of the TOP `module` lowered to INT8 with `table` (weights copied along)."""
-    from tpu_xdsl.transforms.import_calibration import import_calibration
-    from tpu_xdsl.transforms.lower_top_to_tpu import lower_top_to_tpu
-    from tpu_xdsl.weights import attach_weights, weights_of
-
     copy = module.clone()
     store = weights_of(module)
     attach_weights(copy, {name: store[name] for name in store})
@@ -195,9 +202,6 @@ def measure_shifts(
 ) -> dict[str, np.ndarray]:
     """TOP tensor name -> mean (float - int8) per output channel of each INT8 conv/matmul
     with a constant filter, each op run alone on TOP's quantized input."""
-    from tpu_xdsl.dialects.quant_types import qparams_of
-    from tpu_xdsl.weights import weights_of
-
     top_ops = {tensor_names(op)[0]: op for op in main_func(module).body.block.ops
                if op.name in CORRECTED_OPS and tensor_names(op) and _is_constant(op.operands[1])}
     int8 = lowered_int8(module, table, scheme)
@@ -250,8 +254,6 @@ def measure_shifts(
 
 def correct_biases(module: ModuleOp, shifts: Mapping[str, np.ndarray]) -> CorrectionReport:
     """Add each op's mean shift to its bias (a zero bias is made for an op without one)."""
-    from tpu_xdsl.weights import create_weight, is_weight, weight_name, weights_of
-
     weights = weights_of(module)
     report = CorrectionReport()
     for op in list(main_func(module).body.block.ops):
@@ -281,8 +283,6 @@ def correct_biases(module: ModuleOp, shifts: Mapping[str, np.ndarray]) -> Correc
 
 
 def _copy(module: ModuleOp) -> ModuleOp:
-    from tpu_xdsl.weights import attach_weights, weights_of
-
     copy = module.clone()
     store = weights_of(module)
     attach_weights(copy, {name: store[name] for name in store})
@@ -292,9 +292,6 @@ def _copy(module: ModuleOp) -> ModuleOp:
 def _int8_cosine(module: ModuleOp, reference: ModuleOp, table, samples, scheme: Scheme) -> float:
     """Mean cosine of `module`'s INT8 outputs (lowered with `table`) against the float
     outputs of `reference` (the model before correction)."""
-    from tpu_xdsl.calibration.tune import cosine
-    from tpu_xdsl.weights import weights_of
-
     float_runner = ModuleRunner(reference, weights_of(reference))
     int8 = lowered_int8(module, table, scheme)
     int8_runner = ModuleRunner(int8, weights_of(int8))

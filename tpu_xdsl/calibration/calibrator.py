@@ -29,9 +29,14 @@ from tpu_xdsl.calibration.statistics import (
     TensorRanges,
 )
 from tpu_xdsl.calibration.table import CalibrationTable, TableRow
+from tpu_xdsl.calibration.threshold_search import SEARCH_SAMPLES, search
 from tpu_xdsl.calibration.thresholds import METHODS, threshold
 from tpu_xdsl.calibration.tune import TUNE_SAMPLES, TuneResult, runs_needed, tune
 from tpu_xdsl.errors import TpuXdslError
+from tpu_xdsl.interp.runner import ModuleRunner
+from tpu_xdsl.ir_io import read_module
+from tpu_xdsl.weights import attach_weights
+from tpu_xdsl.workers import spawned_pool, workers
 
 Progress = Callable[[str, int], Callable[[int], None]]
 """progress(description, total) -> advance(n): how a caller shows progress (e.g. tqdm)."""
@@ -62,10 +67,6 @@ class _Worker:
     """A module, its runner and a sample loader: one per process."""
 
     def __init__(self, mlir_path: Path, module: ModuleOp | None = None):
-        from tpu_xdsl.interp.runner import ModuleRunner
-        from tpu_xdsl.ir_io import read_module
-        from tpu_xdsl.weights import attach_weights
-
         self.module = module if module is not None else read_module(mlir_path)
         self.runner = ModuleRunner(self.module, attach_weights(self.module, base_dir=mlir_path.parent))
         self.loader = SampleLoader(self.module)
@@ -121,8 +122,6 @@ class WorkerProcessError(TpuXdslError):
 @contextmanager
 def _executor(jobs: int, mlir_path: Path) -> Iterator[ProcessPoolExecutor]:
     """`jobs` calibration worker processes (`workers.spawned_pool`)."""
-    from tpu_xdsl.workers import spawned_pool
-
     with spawned_pool(jobs, _init_worker, (mlir_path,)) as executor:
         try:
             yield executor
@@ -184,8 +183,6 @@ def _cluster_passes(
 ) -> tuple[TensorRanges, TensorHistograms]:
     """The two sample passes on the Ray cluster `options.cluster`: one actor per CPU, each
     reading the module itself; results merged in sample order."""
-    from tpu_xdsl.workers import workers
-
     paths = list(dataset.paths)
     batches = [paths[i : i + CLUSTER_BATCH] for i in range(0, len(paths), CLUSTER_BATCH)]
     with workers(_Worker, (mlir_path,), options.jobs, options.cluster) as pool:
@@ -236,11 +233,6 @@ def calibrate(
         chosen.update({t.name: t.chosen for t in tuned})
     searched = None
     if options.search_threshold:
-        from tpu_xdsl.calibration.threshold_search import (
-            SEARCH_SAMPLES,
-            search,
-        )
-
         candidates = {n: {m: _threshold(m, histograms, n) for m in METHODS} for n in names if n not in ranges.integral}
         samples = [local.loader.load(p) for p in dataset.paths[:SEARCH_SAMPLES]]
         bounds = {n: (ranges.low[n], ranges.high[n]) for n in candidates}

@@ -20,9 +20,10 @@ from pathlib import Path
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
+from tpu_xdsl.dialects.module import input_names, main_func
 from tpu_xdsl.errors import TpuXdslError
 from tpu_xdsl.feeds import IMAGE_SUFFIXES, is_image
-from tpu_xdsl.frontend.preprocess import Preprocess, PreprocessError
+from tpu_xdsl.frontend.preprocess import Preprocess, PreprocessError, load_inputs
 
 ARRAY_SUFFIXES = (".npz", ".npy")
 KINDS = "images (" + "/".join(sorted(s.lstrip(".") for s in IMAGE_SUFFIXES)) + ") or .npz/.npy files"
@@ -128,8 +129,6 @@ class Dataset:
 
 
 def input_shapes(module: ModuleOp) -> list[tuple[int, ...]]:
-    from tpu_xdsl.dialects.module import main_func
-
     return [tuple(t.get_shape()) for t in main_func(module).function_type.inputs.data]  # type: ignore[attr-defined]
 
 
@@ -141,8 +140,7 @@ class SampleLoader:
         self.preprocess = Preprocess.from_module(module) or Preprocess()
 
     def load(self, path: Path) -> dict[str, np.ndarray]:
-        from tpu_xdsl.dialects.module import input_names
-        from tpu_xdsl.frontend.preprocess import load_inputs
+        # delays the xDSL interpreter: listing a dataset needs no runner
         from tpu_xdsl.interp.runner import InputMismatchError, arrange_inputs
 
         try:

@@ -28,7 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tpu_xdsl.dialects.quant_types import Calibration
+from tpu_xdsl.dialects.module import main_func, tensor_names
+from tpu_xdsl.dialects.quant_types import FLOAT_TYPES, Calibration, calibration_of
 
 # The module attribute that says where a TOP module's calibration came from.
 SOURCE_ATTR = "module.calibration"
@@ -79,9 +80,6 @@ def needs_asymmetric(calibrations: Iterable[Calibration]) -> bool:
 
 def module_needs_asymmetric(module) -> bool:
     """`needs_asymmetric` over every calibrated tensor of @main of a TOP module."""
-    from tpu_xdsl.dialects.module import main_func
-    from tpu_xdsl.dialects.quant_types import calibration_of
-
     found = (calibration_of(r.type) for op in main_func(module).body.block.ops for r in op.results)
     return needs_asymmetric(c for c in found if c is not None)
 
@@ -101,9 +99,6 @@ def model_float_ops(module) -> list[str]:
     a BatchNorm kept apart from its conv (`top.scale`): onnxruntime computes it in float
     between its codes, and INT8's int32 bias steps would move a few codes that a BatchNorm's
     large gains amplify further on."""
-    from tpu_xdsl.dialects.module import main_func, tensor_names
-    from tpu_xdsl.dialects.quant_types import FLOAT_TYPES, calibration_of
-
     def unscaled(value) -> bool:
         t = value.type
         return isinstance(getattr(t, "element_type", None), FLOAT_TYPES) and calibration_of(t) is None

@@ -32,8 +32,18 @@ from pathlib import Path
 
 import numpy as np
 
+from tpu_xdsl.backend.codegen import op_macs
+from tpu_xdsl.calibration.dataset import SampleLoader
+from tpu_xdsl.calibration.table import read_table
+from tpu_xdsl.dialects.module import main_func, output_names, tensor_names
 from tpu_xdsl.errors import TpuXdslError
+from tpu_xdsl.ir_io import read_module
 from tpu_xdsl.kernels.op_kinds import EXACT_ON_CODES
+from tpu_xdsl.kernels.tpu import gemm_sums_in_float32
+from tpu_xdsl.transforms.import_calibration import import_calibration
+from tpu_xdsl.transforms.lower_top_to_tpu import lower_top_to_tpu
+from tpu_xdsl.weights import attach_weights
+from tpu_xdsl.workers import workers
 
 # TOP ops that are not computations at all.
 _NOT_OPS = frozenset({"top.input", "top.weight", "top.none"})
@@ -118,12 +128,8 @@ class Evaluator:
 
     def __init__(self, mlir_path: str | Path, table_path: str | Path | None, chip: str,
                  sample_paths: Sequence[str | Path], asymmetric: bool = False):
-        from tpu_xdsl.calibration.dataset import SampleLoader
-        from tpu_xdsl.calibration.table import read_table
+        # delays the xDSL interpreter to the scoring workers (the parent pickles the class)
         from tpu_xdsl.interp.runner import ModuleRunner
-        from tpu_xdsl.ir_io import read_module
-        from tpu_xdsl.transforms.import_calibration import import_calibration
-        from tpu_xdsl.weights import attach_weights
 
         self.chip = chip
         self.asymmetric = asymmetric
@@ -146,10 +152,6 @@ class Evaluator:
 
     def score(self, config: Config, anchoring: bool = False) -> tuple[float, ...]:
         """One cosine per sample: the lowest over the outputs."""
-        from tpu_xdsl.kernels.tpu import gemm_sums_in_float32
-        from tpu_xdsl.transforms.lower_top_to_tpu import lower_top_to_tpu
-        from tpu_xdsl.weights import attach_weights
-
         record = not config.table  # a base configuration
         if not record and config.mode not in self.recorded:  # each worker records its own bases
             self.score(Config(config.mode))
@@ -195,7 +197,7 @@ class _MemoizedRun:
     def __init__(self, module, store):
         from xdsl.interpreter import Interpreter
 
-        from tpu_xdsl.dialects.module import main_func, output_names
+        # delays the xDSL interpreter to the scoring workers
         from tpu_xdsl.interp.runner import ModuleRunner, arrange_inputs
 
         self.module = module
@@ -276,6 +278,7 @@ def informative_outputs(references: Sequence[Mapping[str, np.ndarray]]) -> list[
 
 def cosine(reference: np.ndarray, actual: np.ndarray) -> float:
     """`tune.cosine` of one output, where a non-finite value (an overflow to inf) scores 0."""
+    # delays the xDSL interpreter (tune runs it) to the scoring workers
     from tpu_xdsl.calibration.tune import cosine as outputs_cosine
 
     if not (np.isfinite(reference).all() and np.isfinite(actual).all()):
@@ -288,9 +291,6 @@ def cosine(reference: np.ndarray, actual: np.ndarray) -> float:
 
 def candidates(module, chip: str) -> list[Candidate]:
     """The ops an all-INT8 lowering computes in INT8, in program order, less data movement."""
-    from tpu_xdsl.backend.codegen import op_macs
-    from tpu_xdsl.dialects.module import main_func, tensor_names
-
     found = []
     for op in main_func(module).body.block.ops:
         if op.name in _NOT_OPS or not op.name.startswith("top."):
@@ -385,9 +385,6 @@ def search_qtable(
 ) -> SearchResult:
     """The whole search on the module at `mlir_path` (parsed already: `module`), its runs on
     `jobs` processes or a Ray `cluster`; raises TargetNotMet."""
-    from tpu_xdsl.ir_io import read_module
-    from tpu_xdsl.workers import workers
-
     ops = candidates(module if module is not None else read_module(Path(mlir_path)), chip)
     if not ops:
         raise SearchError(f"{mlir_path}: has no op that INT8 computes (only data movement); nothing to search")

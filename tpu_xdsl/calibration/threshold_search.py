@@ -38,9 +38,13 @@ from xdsl.interpreter import (
 )
 from xdsl.ir import Operation, SSAValue
 
+from tpu_xdsl.calibration.bias_correction import lowered_int8
+from tpu_xdsl.calibration.tune import cosine
 from tpu_xdsl.dialects.module import main_func, tensor_names
-from tpu_xdsl.interp.runner import ModuleRunner
+from tpu_xdsl.interp.runner import ModuleRunner, arrange_inputs
+from tpu_xdsl.interp.top_interpreter import TopFunctions
 from tpu_xdsl.kernels.quant import activation_qparams
+from tpu_xdsl.weights import weights_of
 
 SEARCH_SAMPLES = 8
 
@@ -115,8 +119,6 @@ class SearchOutcome:
 def _quantize_all_functions(runner: ModuleRunner, thresholds: Mapping[str, tuple[float, float, float]]):
     """TOP implementations that quantize every named float result as deploy would (per
     tensor, `thresholds`: name -> (threshold, min, max))."""
-    from tpu_xdsl.interp.top_interpreter import TopFunctions
-
     base = next(f for f in runner.functions if isinstance(f, TopFunctions))
     kinds = {type(op): op.name.split(".", 1)[1] for op in main_func(runner.module).body.block.ops
              if op.name.startswith("top.") and op.name not in ("top.weight", "top.none")}
@@ -141,8 +143,6 @@ def _quantize_all_functions(runner: ModuleRunner, thresholds: Mapping[str, tuple
 def quantized_outputs(runner: ModuleRunner, sample: Mapping[str, np.ndarray],
                       thresholds: Mapping[str, tuple[float, float, float]]) -> list[np.ndarray]:
     """@main's outputs with every tensor of `thresholds` quantized per tensor."""
-    from tpu_xdsl.interp.runner import arrange_inputs
-
     interpreter = Interpreter(runner.module)
     for functions in runner.functions:
         interpreter.register_implementations(functions)
@@ -161,8 +161,6 @@ def search(
 ) -> SearchOutcome:
     """`search_thresholds`, then the whole-model check against the default method on
     `check_samples` (the search samples when none are given)."""
-    from tpu_xdsl.calibration.tune import cosine
-
     results = search_thresholds(runner, samples, candidates, ranges, method, progress)
     outcome = SearchOutcome(results)
     if not any(r.chosen != r.default for r in results):
@@ -260,10 +258,6 @@ def int8_output_cosines(module, tables: Mapping[str, object], samples: Sequence[
     `module` lowered to INT8 with it (`scheme`: bias_correction.Scheme, the one deploy
     will use) against the TOP module's, over `samples`: the real INT8, not a simulation
     (data movement keeping its input's scale, lookup tables of whole chains)."""
-    from tpu_xdsl.calibration.bias_correction import lowered_int8
-    from tpu_xdsl.calibration.tune import cosine
-    from tpu_xdsl.weights import weights_of
-
     top = ModuleRunner(module, weights_of(module))
     references = [list(top.run(s).values()) for s in samples]
     found = {}

@@ -28,6 +28,7 @@ from xdsl.ir import Operation
 
 from tpu_xdsl.dialects.module import tensor_names
 from tpu_xdsl.interp.runner import ModuleRunner, arrange_inputs
+from tpu_xdsl.interp.top_interpreter import TopFunctions
 
 TUNE_SAMPLES = 5
 
@@ -51,8 +52,6 @@ def cosine(a: Sequence[np.ndarray], b: Sequence[np.ndarray]) -> float:
 
 def _fake_quant_functions(runner: ModuleRunner, op: Operation, name: str, threshold: float) -> InterpreterFunctions:
     """Implementations that run `op`'s kind as usual, then fake-quantize its tensor `name`."""
-    from tpu_xdsl.interp.top_interpreter import TopFunctions
-
     base = next(f for f in runner.functions if isinstance(f, TopFunctions))
     kind = op.name.split(".", 1)[1]
     base_impl = getattr(base, f"run_{kind}")  # TopFunctions names each op's implementation so
