@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tpu_xdsl.errors import TpuXdslError
+
 # What each stage must reach against the one before it (shared by deploy and the inspection
 # tools). Stricter than TPU-MLIR's public defaults (0.99,0.90 and 0.90,0.80).
 DEFAULT_TOLERANCE = {"F32": "0.99,0.99", "F16": "0.99,0.95", "BF16": "0.99,0.95", "INT8": "0.95,0.85"}
@@ -29,8 +31,6 @@ class Tolerance:
 
     @staticmethod
     def parse(text: str, flag: str = "--tolerance") -> Tolerance:
-        from tpu_xdsl.errors import TpuXdslError
-
         parts = text.split(",")
         try:
             values = [float(p) for p in parts]

@@ -11,10 +11,19 @@ from xdsl.interpreter import Interpreter, PythonValues
 from xdsl.interpreters.func import FuncFunctions
 from xdsl.ir import Operation
 
+from tpu_xdsl.calibration.model_scales import (
+    is_model_calibrated,
+    module_needs_asymmetric,
+)
 from tpu_xdsl.dialects.module import input_names, main_func, output_names, tensor_names
+from tpu_xdsl.dialects.quant_types import qparams_of
 from tpu_xdsl.errors import TpuXdslError
 from tpu_xdsl.feeds import in_input_order
+from tpu_xdsl.interp.top_interpreter import ModelRounding, TopFunctions
+from tpu_xdsl.interp.tpu_interpreter import TpuFunctions, TpuGroupFunctions
+from tpu_xdsl.kernels.dtypes import numpy_dtype
 from tpu_xdsl.kernels.quant import ChannelQParams, QParams
+from tpu_xdsl.weights import weights_of
 
 
 class InputMismatchError(TpuXdslError):
@@ -42,8 +51,6 @@ def arrange_inputs(module: ModuleOp, inputs: Mapping[str, np.ndarray]) -> list[n
     main = main_func(module)
     arg_types = main.function_type.inputs.data
     values = in_input_order(names, inputs, InputMismatchError)
-    from tpu_xdsl.dialects.quant_types import qparams_of
-    from tpu_xdsl.kernels.dtypes import numpy_dtype
 
     arranged = []
     for name, value, arg_type in zip(names, values, arg_types, strict=True):
@@ -69,9 +76,6 @@ def arrange_inputs(module: ModuleOp, inputs: Mapping[str, np.ndarray]) -> list[n
 def tensor_qparams(module: ModuleOp) -> dict[str, QParams | ChannelQParams]:
     """The quantization of every named INT8 tensor of the module (from its type; per-channel
     scales from the module's weight table)."""
-    from tpu_xdsl.dialects.quant_types import qparams_of
-    from tpu_xdsl.weights import weights_of
-
     weights = weights_of(module)
     found: dict[str, QParams | ChannelQParams] = {}
     for op in module.walk():
@@ -111,12 +115,6 @@ def load_weights(module: ModuleOp, mlir_path: str | Path | None) -> Mapping[str,
 def model_rounding(module: ModuleOp):
     """For the TOP module of a pre-quantized model, the rounding to its own scales
     (`top_interpreter.ModelRounding`); None for any other module."""
-    from tpu_xdsl.calibration.model_scales import (
-        is_model_calibrated,
-        module_needs_asymmetric,
-    )
-    from tpu_xdsl.interp.top_interpreter import ModelRounding
-
     state = module.attributes.get("module.state")
     if not is_model_calibrated(module) or not str(getattr(state, "data", "")).startswith("TOP"):
         return None
@@ -128,9 +126,6 @@ class ModuleRunner:
     op implementations and their per-op caches between runs."""
 
     def __init__(self, module: ModuleOp, weights: Mapping[str, np.ndarray]):
-        from tpu_xdsl.interp.top_interpreter import TopFunctions
-        from tpu_xdsl.interp.tpu_interpreter import TpuFunctions, TpuGroupFunctions
-
         self.module = module
         rounding = model_rounding(module)
         self.functions = [FuncFunctions(), TopFunctions(weights, rounding), TpuFunctions(), TpuGroupFunctions()]

@@ -18,8 +18,10 @@ from xdsl.ir import Attribute, Dialect, Operation
 
 from tpu_xdsl.dialects import Top
 from tpu_xdsl.dialects.attr_values import op_attrs
+from tpu_xdsl.dialects.quant_types import calibration_of
 from tpu_xdsl.kernels import Kernel, ResultSpec, load_all
 from tpu_xdsl.kernels.dtypes import numpy_dtype
+from tpu_xdsl.kernels.quant import activation_qparams
 from tpu_xdsl.weights import weight_name
 
 
@@ -75,9 +77,6 @@ class ModelRounding:
         return self._qparams[op]
 
     def _of(self, value: Any) -> Any:
-        from tpu_xdsl.dialects.quant_types import calibration_of
-        from tpu_xdsl.kernels.quant import activation_qparams
-
         t = value.type
         owner = value.owner
         if isinstance(owner, Operation) and owner.name == "top.weight":
