@@ -47,6 +47,7 @@ def module_graph(module, label: str) -> LayerGraph:
     ops (tpu.load, tpu.store) and out of tpu.group regions to the op that made the value."""
     from xdsl.ir import Operation
 
+    # delays xDSL and the dialects: a device-only report reads no IR
     from tpu_xdsl.dialects.module import main_func, tensor_names
 
     layers: list[Layer] = []
@@ -82,6 +83,7 @@ def module_graph(module, label: str) -> LayerGraph:
 
 def module_groups(module) -> list[tuple[str, tuple[str, ...]]]:
     """The tpu.group ops of a TPU module: name and member tensor names, in program order."""
+    # delays xDSL and the dialects: a device-only report reads no IR
     from tpu_xdsl.dialects.module import main_func, tensor_names
 
     groups = []
@@ -95,6 +97,7 @@ def module_groups(module) -> list[tuple[str, tuple[str, ...]]]:
 
 def onnx_graph(model, shapes: Mapping[str, tuple[int, ...]]) -> LayerGraph:
     """The graph inputs and nodes of an ONNX model (Constant nodes left out)."""
+    # delays onnx: only ONNX stages need it
     from tpu_xdsl.frontend.onnx_model import model_inputs
 
     layers: list[Layer] = []

@@ -21,7 +21,10 @@ from typing import Any
 
 import numpy as np
 
+from tpu_xdsl.device.model_file import load_model
+from tpu_xdsl.device.runtime import LoadedModel, real_value
 from tpu_xdsl.errors import TpuXdslError
+from tpu_xdsl.feeds import read_input_file
 from tpu_xdsl.interp.compare import DEFAULT_TOLERANCE, DEVICE_FLOAT_COSINE, Tolerance
 
 # Stages in the order of the flow: a stage's reference is the nearest loaded one before it.
@@ -59,17 +62,17 @@ class Stage:
     def loaded(self):
         """A device stage's model loaded on the device model (checked, scheduled, bound),
         once: whole runs, the debugger's steps and the report's profile share it."""
-        from tpu_xdsl.device.runtime import LoadedModel
-
         return LoadedModel(self.handle)
 
     def input_names(self) -> list[str]:
         if self.kind == "onnx":
+            # delays onnx: only ONNX stages need it
             from tpu_xdsl.frontend.onnx_model import model_inputs
 
             return [i.name for i in model_inputs(self.handle)]
         if self.kind == "device":
             return [d.name for d in self.handle.inputs]
+        # delays xDSL and the dialects: device sessions read no IR
         from tpu_xdsl.dialects.module import input_names
 
         return input_names(self.handle)
@@ -77,6 +80,7 @@ class Stage:
     def input_shapes(self) -> dict[str, tuple[int | None, ...]]:
         """The shape the stage declares for each input, None for a dynamic dimension."""
         if self.kind == "onnx":
+            # delays onnx: only ONNX stages need it
             from tpu_xdsl.frontend.onnx_model import model_inputs
 
             return {
@@ -85,6 +89,7 @@ class Stage:
             }
         if self.kind == "device":
             return {d.name: tuple(d.shape) for d in self.handle.inputs}
+        # delays xDSL and the dialects: device sessions read no IR
         from tpu_xdsl.dialects.module import main_func
 
         types = main_func(self.handle).function_type.inputs.data
@@ -96,6 +101,7 @@ class Stage:
     def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Every named tensor of one run, as real values (INT8 dequantized)."""
         if self.kind == "onnx":
+            # delays onnx: only ONNX stages need it
             from tpu_xdsl.frontend.reference import run_reference
 
             wanted = {name: np.asarray(feeds[name], dtype=np.float32) for name in self.input_names()}
@@ -103,6 +109,7 @@ class Stage:
         if self.kind == "device":
             result = self.loaded.run(feeds, dump_all=True)
             return self.real_values({**result.tensors, **result.outputs})
+        # delays the xDSL interpreter: device sessions run no IR
         from tpu_xdsl.interp.runner import TensorCapture, run_module
 
         capture = TensorCapture()
@@ -112,14 +119,13 @@ class Stage:
     def real_values(self, tensors: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Raw tensors of this stage (INT8 codes) as the real values they stand for."""
         if self.kind == "device":
-            from tpu_xdsl.device.runtime import real_value
-
             descs = {d.name: d for d in (*self.handle.tensors, *self.handle.inputs, *self.handle.outputs)}
             return {
                 name: real_value(descs[name], value) if name in descs and value.dtype.kind in "iu" else value
                 for name, value in tensors.items()
             }
         if self.kind == "tpu":
+            # delays the xDSL interpreter: device sessions run no IR
             from tpu_xdsl.interp.runner import real_values
 
             return real_values(self.handle, tensors)
@@ -133,6 +139,7 @@ class Stage:
                     f"{len(model.groups)} layer groups)")
         if self.kind == "onnx":
             return f"{self.label}: {self.path.name} ({len(self.handle.graph.node)} nodes, run by onnxruntime)"
+        # delays xDSL and the dialects: device sessions read no IR
         from tpu_xdsl.dialects.module import main_func
 
         ops = sum(1 for op in main_func(self.handle).walk() if op.name not in SILENT_OPS)
@@ -169,11 +176,10 @@ def load_stage(path: str | Path) -> Stage:
             raise StageError(f"{path}: cannot read as ONNX ({type(e).__name__}); is it an .onnx model file?") from e
         return Stage("onnx", "ONNX", file, model)
     if file.suffix == ".tpumodel":
-        from tpu_xdsl.device.model_file import load_model
-
         model = load_model(file)
         return Stage("device", f"device {model.chip}", file, model)
     if file.suffix == ".mlir":
+        # delays xDSL and the dialects: device sessions read no IR
         from tpu_xdsl.ir_io import read_module
         from tpu_xdsl.weights import attach_weights
 
@@ -210,7 +216,7 @@ def reference_of(stages: Sequence[Stage], stage: Stage) -> Stage | None:
 def read_feeds(path: str, stages: Sequence[Stage]) -> dict[str, np.ndarray]:
     """The input of a session from an .npz, .npy or image, read through the first stage
     that knows the model's preprocessing (a .mlir or .tpumodel), else by ONNX input name."""
-    from tpu_xdsl.feeds import read_input_file
+    # delays xDSL and the dialects (preprocess reads them): device feeds need neither
     from tpu_xdsl.frontend.preprocess import load_device_inputs, load_inputs
 
     for stage in stages:

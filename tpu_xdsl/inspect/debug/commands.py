@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from tpu_xdsl.device.model_file import memory_map_lines
 from tpu_xdsl.errors import TpuXdslError
 from tpu_xdsl.inspect.debug.cursors import DebugError, DeviceCursor, InterpreterCursor
 from tpu_xdsl.inspect.debug.points import Point
@@ -470,8 +471,6 @@ class Debugger(cmd.Cmd):
                      if isinstance(v, StringAttr)}
             self.say(", ".join(f"{k} {v}" for k, v in attrs.items() if k in ("state", "chip", "mode", "quantization")))
         if stage.kind == "device" and what in ("", "memory"):
-            from tpu_xdsl.device.model_file import memory_map_lines
-
             for line in memory_map_lines(stage.handle):
                 self.say(line)
         if what == "":

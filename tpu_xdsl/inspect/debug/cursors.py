@@ -48,6 +48,7 @@ class InterpreterCursor:
     def _work(self) -> None:
         from xdsl.interpreter import Interpreter
 
+        # delays the dialects and the xDSL interpreter: device sessions run no IR
         from tpu_xdsl.dialects.module import tensor_names
         from tpu_xdsl.interp.runner import ModuleRunner
 

@@ -38,6 +38,7 @@ class Point:
 
 def module_points(module) -> tuple[list, list[Point]]:
     """The ops of @main that run, nested ones (layer groups) included, in execution order."""
+    # delays xDSL and the dialects: device sessions read no IR
     from tpu_xdsl.dialects.module import main_func, tensor_names
 
     ops = [op for op in main_func(module).walk() if op.name not in SILENT_OPS]

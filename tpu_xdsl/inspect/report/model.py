@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from tpu_xdsl.device.runtime import profile_rows
 from tpu_xdsl.errors import TpuXdslError
 from tpu_xdsl.inspect.layer_graph import LayerGraph, layer_graph
 from tpu_xdsl.inspect.stages import Stage, default_tolerance, reference_of
@@ -69,8 +70,6 @@ class DeviceRun:
 
 def device_run(stage: Stage) -> DeviceRun:
     """The compiled model's schedule (the same on every input) and its profile rows."""
-    from tpu_xdsl.device.runtime import profile_rows
-
     loaded = stage.loaded
     return DeviceRun(stage.handle, loaded.timeline, profile_rows(stage.handle, loaded.timeline), loaded.chip)
 

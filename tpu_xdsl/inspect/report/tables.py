@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tpu_xdsl.device.runtime import peak_macs_per_cycle, total_lines
 from tpu_xdsl.inspect.report.format import (
     comparison_color,
     e,
@@ -50,8 +51,6 @@ def render_header(page: Page) -> str:
 
 def device_summary(device: DeviceRun) -> str:
     """The totals and roofline lines of `run --profile`."""
-    from tpu_xdsl.device.runtime import total_lines
-
     return "<br>".join(e(line) for line in total_lines(device.model, device.timeline, device.chip))
 
 
@@ -123,8 +122,6 @@ def render_tensor_table(page: Page) -> str:
 
 
 def render_profile(page: Page) -> str:
-    from tpu_xdsl.device.runtime import peak_macs_per_cycle
-
     device = page.device
     assert device is not None
     total = max(1, device.timeline.total_cycles)
