@@ -20,6 +20,7 @@ import onnx
 from onnx import helper
 
 from tpu_xdsl.errors import TpuXdslError
+from tpu_xdsl.frontend.onnx_model import model_inputs
 
 
 class ConstantInputError(TpuXdslError):
@@ -87,8 +88,6 @@ def _split_top_level(text: str) -> list[str]:
 def typed_constants(model: onnx.ModelProto, values: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The values in each input's ONNX dtype and declared shape; one-line errors for
     unknown names or values that do not fit."""
-    from tpu_xdsl.frontend.onnx_model import model_inputs
-
     inputs = {v.name: v for v in model_inputs(model)}
     typed = {}
     for name, value in values.items():
@@ -138,8 +137,6 @@ def steering_only_inputs(model: onnx.ModelProto) -> set[str]:
     """Model inputs whose values reach the outputs only through steering positions
     (`STEERING_POSITIONS`) or shape readers: binding them changes no tensor data, only
     which shapes and branches the model takes."""
-    from tpu_xdsl.frontend.onnx_model import model_inputs
-
     graph = model.graph
     return {v.name for v in model_inputs(model)} - _data_names(graph, {o.name for o in graph.output})
 

@@ -26,7 +26,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from tpu_xdsl.errors import TpuXdslError
-from tpu_xdsl.frontend.onnx_model import CONTROL_FLOW_OPS
+from tpu_xdsl.frontend.onnx_model import CONTROL_FLOW_OPS, NeedsConstantError
 from tpu_xdsl.frontend.registry import onnx_rule
 
 if TYPE_CHECKING:
@@ -182,8 +182,6 @@ def import_if(ctx: NodeContext) -> None:
 
 
 def _runtime_condition_error(ctx: NodeContext, detail: str) -> TpuXdslError:
-    from tpu_xdsl.frontend.onnx_model import NeedsConstantError
-
     error = ctx.importer.not_constant_error(ctx, ctx.node.input[0], "the condition (input 0)")
     if isinstance(error, NeedsConstantError):
         return NeedsConstantError(f"{error} ({detail})", error.inputs, error.node)

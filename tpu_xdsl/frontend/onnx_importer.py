@@ -34,6 +34,7 @@ from xdsl.rewriter import InsertPoint
 from tpu_xdsl.dialects import Top, shapes
 from tpu_xdsl.dialects.attr_values import from_py
 from tpu_xdsl.errors import TpuXdslError
+from tpu_xdsl.frontend import constant_inputs as binding
 from tpu_xdsl.frontend import registry
 from tpu_xdsl.frontend.folding import FoldError, NodeFolder
 from tpu_xdsl.frontend.node_context import ImportResult, NodeContext
@@ -50,7 +51,7 @@ from tpu_xdsl.frontend.onnx_model import (
     load_model,
     unfoldable_nodes,
 )
-from tpu_xdsl.kernels.dtypes import element_type
+from tpu_xdsl.kernels.dtypes import element_type, numpy_dtype
 
 # Nodes never folded even when their inputs are constant.
 _NEVER_FOLD = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli"}
@@ -101,7 +102,6 @@ class OnnxImporter:
     def define(self, name: str, ssa: SSAValue) -> None:
         t = ssa.type
         assert isinstance(t, TensorType), f"{name}: {t}"
-        from tpu_xdsl.kernels.dtypes import numpy_dtype
 
         self.values[name] = OnnxValue(name, tuple(t.get_shape()), numpy_dtype(t.element_type), ssa=ssa)
 
@@ -546,8 +546,6 @@ def import_onnx(
     when a shape or branch needs their value at import, as TPU-MLIR does for
     shape-influencing inputs; each such binding is a note in the result.
     """
-    from tpu_xdsl.frontend import constant_inputs as binding
-
     if not isinstance(model, onnx.ModelProto):
         path = Path(model)
         model = load_model(path)

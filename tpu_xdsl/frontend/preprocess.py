@@ -17,6 +17,7 @@ import numpy as np
 from xdsl.dialects.builtin import DictionaryAttr, ModuleOp
 
 from tpu_xdsl.dialects.attr_values import from_py, to_py
+from tpu_xdsl.dialects.module import input_names, main_func
 from tpu_xdsl.errors import TpuXdslError
 from tpu_xdsl.feeds import read_input_file
 
@@ -167,8 +168,6 @@ def parse_ints(text: str | None, flag: str) -> list[int] | None:
 def load_inputs(path: str, module, preprocess=None) -> dict:
     """Model inputs from an .npz (by input name), an .npy (single input), or an image
     (through `preprocess`, or the one the module records)."""
-    from tpu_xdsl.dialects.module import input_names, main_func
-
     def image(file: Path):
         pre = preprocess or Preprocess.from_module(module) or Preprocess()
         shape = main_func(module).function_type.inputs.data[0].get_shape()  # type: ignore[attr-defined]

@@ -88,6 +88,7 @@ def supported_op_types() -> list[str]:
 
 def load_all() -> dict[str, list[RuleEntry]]:
     """Import every rule module so the table is complete."""
+    # breaks the cycle registry -> rules (each rule module imports the registry)
     from tpu_xdsl.frontend import control_flow  # noqa: F401  (If, Loop, Scan)
     from tpu_xdsl.frontend.rules import (  # noqa: F401
         activation,

@@ -8,6 +8,7 @@ from xdsl.ir import SSAValue
 
 from tpu_xdsl.frontend.node_context import NodeContext
 from tpu_xdsl.frontend.registry import onnx_rule
+from tpu_xdsl.frontend.rules.nn import output_as
 from tpu_xdsl.frontend.rules.quantized.common import (
     centered_input,
     code_scale,
@@ -44,8 +45,6 @@ def dynamic_quantize_linear(ctx: NodeContext) -> None:
 def _dynamic_codes(ctx: NodeContext) -> None:
     """DynamicQuantizeLinear as ONNX defines it, in TOP ops: scale = (max(x, 0) - min(x, 0))
     / 255, zero point = sat(round(-min(x, 0) / scale)), y = sat(round(x / scale) + zero point)."""
-    from tpu_xdsl.frontend.rules.nn import output_as
-
     shape = ctx.shape(0)
     rank = len(shape)
     ones = [1] * rank

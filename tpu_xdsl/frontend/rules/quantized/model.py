@@ -14,7 +14,10 @@ from xdsl.ir import SSAValue
 from xdsl.rewriter import Rewriter
 
 from tpu_xdsl.calibration.model_scales import MODEL_SOURCE, SOURCE_ATTR, TensorScale
+from tpu_xdsl.dialects.module import main_func, tensor_names
+from tpu_xdsl.dialects.quant_types import FLOAT_TYPES, Calibration, calibrated_type
 from tpu_xdsl.frontend import registry
+from tpu_xdsl.transforms.matching import sync_function_type
 
 if TYPE_CHECKING:
     from tpu_xdsl.frontend.onnx_importer import OnnxImporter
@@ -101,10 +104,6 @@ def quantization(importer: OnnxImporter) -> ModelQuantization:
 def attach_model_scales(importer: OnnxImporter, module: ModuleOp) -> None:
     """Give every tensor of @main with a model scale its calibrated type; mark the module
     calibrated by the model. Prints the notes of the import."""
-    from tpu_xdsl.dialects.module import main_func
-    from tpu_xdsl.dialects.quant_types import FLOAT_TYPES, calibrated_type
-    from tpu_xdsl.transforms.matching import sync_function_type
-
     found = importer.__dict__.get("quantization")
     if found is None:
         return
@@ -163,8 +162,6 @@ def _name_passed_on_outputs(importer: OnnxImporter, main) -> None:
     `y_QuantizeLinear_Input` -> Q -> DQ -> `y`)."""
     from xdsl.dialects.builtin import ArrayAttr
     from xdsl.ir import Operation
-
-    from tpu_xdsl.dialects.module import tensor_names
 
     passing = {"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear"}
     producers = {out: node for node in importer.model.graph.node for out in node.output if out}
@@ -229,8 +226,6 @@ def _mark_one_scale_weights(importer: OnnxImporter, main, names: set[str]) -> No
     """A weight the model quantizes with one scale gets the calibrated type of its range
     [min, max] (threshold max |w|), so that INT8 lowering keeps one scale for it (it would
     give each output channel its own) and the model's codes come back exactly."""
-    from tpu_xdsl.dialects.quant_types import Calibration, calibrated_type
-
     for op in main.body.block.ops:
         if op.name != "top.weight":
             continue

@@ -13,6 +13,7 @@ from tpu_xdsl.frontend.registry import onnx_rule
 from tpu_xdsl.frontend.rules.elementwise import (
     constant,
 )
+from tpu_xdsl.frontend.rules.quantized import passes_codes
 from tpu_xdsl.frontend.rules.tensor.common import (
     data_dtype,
     data_value,
@@ -44,8 +45,6 @@ def _cast(ctx: NodeContext, target: np.dtype) -> None:
 
 @onnx_rule("Cast")
 def cast(ctx: NodeContext) -> None:
-    from tpu_xdsl.frontend.rules.quantized import passes_codes
-
     if not ctx.has_attr("to"):
         raise ctx.error("the 'to' attribute is required")
     if passes_codes(ctx):  # codes of a pre-quantized model, which TOP holds as real values
