@@ -53,6 +53,7 @@ def kernel(*kinds: str) -> Callable[[K], K]:
 
 def load_all() -> dict[str, Kernel]:
     """Import every kernel module so the registry is complete."""
+    # breaks the cycle registry -> kernels (each kernel module imports the registry)
     from tpu_xdsl.kernels import (  # noqa: F401
         activation,
         conv_pool,

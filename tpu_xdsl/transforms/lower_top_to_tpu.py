@@ -79,6 +79,7 @@ from tpu_xdsl.transforms.lowering.int8_pool import (
 )
 from tpu_xdsl.transforms.lowering.quantize_table import read_quantize_table
 from tpu_xdsl.transforms.matching import sync_function_type
+from tpu_xdsl.transforms.top_dce import TopDce
 
 __all__ = ["FLOAT_MODES", "LowerTopToTpuPass", "LoweringError", "lower_top_to_tpu"]
 
@@ -170,7 +171,6 @@ def lower_top_to_tpu(
     _cast_outputs(ctx, quant_output)
     if model_scales:
         _round_half_to_even(module)
-    from tpu_xdsl.transforms.top_dce import TopDce
 
     TopDce().apply(Context(), module)  # the f32 weights that were converted
     sync_function_type(main_func(module))

@@ -27,7 +27,8 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from tpu_xdsl.device.chip import ChipConfig
 from tpu_xdsl.dialects import op_class
-from tpu_xdsl.dialects.module import tensor_names
+from tpu_xdsl.dialects.attr_values import from_py
+from tpu_xdsl.dialects.module import main_func, tensor_names
 from tpu_xdsl.dialects.quant_types import (
     FLOAT_TYPES,
     Calibration,
@@ -303,7 +304,6 @@ class LoweringContext:
         if key in self._conversions:
             return self._conversions[key]
         pairs = [quantize_multiplier(float(s / target_qparams.scale)) for s in qparams.scales]
-        from tpu_xdsl.dialects.attr_values import from_py
 
         attributes = {
             "names": ArrayAttr([StringAttr(f"{value_name(value)}_per_tensor")]),
@@ -338,8 +338,6 @@ class LoweringContext:
     def cast_op(self, value: SSAValue, target: TensorType, name: str, qparams: AnyQParams | None) -> Operation:
         """A detached `tpu.cast` of `value` to `target`; per-channel scales are read by a
         `top.weight` of their entry (the cast's second operand), inserted before the cast."""
-        from tpu_xdsl.dialects.attr_values import from_py
-
         attributes: dict[str, Attribute] = {"names": ArrayAttr([StringAttr(name)])}
         scales: list[SSAValue] = []
         if isinstance(qparams, QParams):
@@ -404,6 +402,4 @@ def _no_encoding() -> Attribute:
 
 
 def main_block(module: ModuleOp) -> Block:
-    from tpu_xdsl.dialects.module import main_func
-
     return main_func(module).body.block

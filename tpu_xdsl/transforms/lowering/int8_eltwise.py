@@ -24,6 +24,7 @@ import numpy as np
 from xdsl.ir import Operation, SSAValue
 from xdsl.rewriter import Rewriter
 
+from tpu_xdsl.dialects import op_class
 from tpu_xdsl.dialects.attr_values import from_py, op_attrs
 from tpu_xdsl.dialects.quant_types import quantized_type
 from tpu_xdsl.kernels import ResultSpec, load_all, op_kinds
@@ -133,7 +134,6 @@ class LutInt8(Int8Pattern):
         table = lookup_table(chain, si, so, count)
         kind = op.name.split(".", 1)[1]
         table_value = self.ctx.add_weight(f"{value_name(op.results[0], kind)}_lut", table, op)
-        from tpu_xdsl.dialects import op_class
 
         attributes = {"names": op.attributes["names"]} if "names" in op.attributes else {}
         if table.ndim == 2 and axis != 1:
