@@ -12,6 +12,8 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import DiagnosticException, ParseError
 
 from tpu_xdsl.errors import TpuXdslError
+from tpu_xdsl.universe import TPU_XDSL_UNIVERSE
+from tpu_xdsl.weights import attach_weights, save_weights, write_atomic
 
 
 class InvalidIRError(TpuXdslError):
@@ -21,8 +23,6 @@ class InvalidIRError(TpuXdslError):
 def make_context() -> Context:
     """A context with xDSL's dialects plus TOP and TPU."""
     from xdsl.dialects import get_all_dialects
-
-    from tpu_xdsl.universe import TPU_XDSL_UNIVERSE
 
     ctx = Context()
     for name, factory in get_all_dialects().items():
@@ -77,8 +77,6 @@ def _first_line(message: str) -> str:
 def save_module(module: ModuleOp, mlir_path: Path, weights) -> None:
     """Write the `.mlir` and its weight file (`<stem>_weights.npz`) atomically, weights first."""
     from io import StringIO
-
-    from tpu_xdsl.weights import attach_weights, save_weights, write_atomic
 
     attach_weights(module, weights)
     save_weights(module, mlir_path.with_name(f"{mlir_path.stem}_weights.npz"))

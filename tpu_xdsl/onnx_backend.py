@@ -19,6 +19,7 @@ from onnx.backend.base import Backend, BackendRep, namedtupledict
 from tpu_xdsl.frontend.onnx_importer import import_onnx
 from tpu_xdsl.frontend.onnx_model import model_inputs
 from tpu_xdsl.interp.runner import run_module
+from tpu_xdsl.transforms.pipelines import canonicalize
 from tpu_xdsl.weights import attach_weights
 
 
@@ -31,8 +32,6 @@ class TpuXdslRep(BackendRep):
         input_shapes: Sequence[Sequence[int]] | None,
         constant_inputs: Mapping[str, np.ndarray] | None = None,
     ):
-        from tpu_xdsl.transforms.pipelines import canonicalize
-
         self.constant_inputs = dict(constant_inputs or {})
         self.all_input_names = [v.name for v in model_inputs(model)]
         if self.constant_inputs:

@@ -19,8 +19,10 @@ from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, TensorType
 from xdsl.ir import Attribute, Operation, ParametrizedAttribute, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from tpu_xdsl.dialects import op_class
 from tpu_xdsl.errors import TpuXdslError
 from tpu_xdsl.files import write_atomic
+from tpu_xdsl.kernels.dtypes import element_type
 
 
 class WeightFileError(TpuXdslError):
@@ -144,9 +146,6 @@ def create_weight(
     module: ModuleOp, base_name: str, array: np.ndarray, insert_before: Operation
 ) -> SSAValue:
     """Add `array` to the table under a fresh name and insert the `top.weight` reading it."""
-    from tpu_xdsl.dialects import op_class
-    from tpu_xdsl.kernels.dtypes import element_type
-
     store = weights_of(module)
     name = store.unique_name(base_name)
     store[name] = array

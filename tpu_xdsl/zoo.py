@@ -17,7 +17,18 @@ import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 
+from tpu_xdsl.calibration.dataset import Dataset, SampleLoader
+from tpu_xdsl.calibration.table import write_table
+from tpu_xdsl.dialects.module import main_func
 from tpu_xdsl.errors import TpuXdslError
+from tpu_xdsl.frontend.onnx_importer import import_onnx
+from tpu_xdsl.frontend.onnx_model import load_model
+from tpu_xdsl.frontend.preprocess import Preprocess, parse_floats, parse_ints
+from tpu_xdsl.ir_io import save_module
+from tpu_xdsl.transforms.import_calibration import import_calibration
+from tpu_xdsl.transforms.lower_top_to_tpu import lower_top_to_tpu
+from tpu_xdsl.transforms.pipelines import canonicalize
+from tpu_xdsl.weights import attach_weights, weights_of
 
 
 class MissingModelError(TpuXdslError):
@@ -43,8 +54,6 @@ class ZooModel:
 
     def preprocess(self):
         """The model's preprocessing (a `Preprocess`), as its transform flags give it."""
-        from tpu_xdsl.frontend.preprocess import Preprocess, parse_floats, parse_ints
-
         return Preprocess(
             # The defaults of `tpu-xdsl transform` when a flag is absent.
             mean=parse_floats(self.mean, "mean") or [0.0], scale=parse_floats(self.scale, "scale") or [1.0],
@@ -197,17 +206,8 @@ def lower_model(name: str, folder: Path, mode: str, chip: str, samples: int = 16
     import numpy as np
     from xdsl.dialects.builtin import TensorType
 
+    # delays the xDSL interpreter: the catalog (model(), fetching) runs nothing
     from tpu_xdsl.calibration.calibrator import Options, calibrate
-    from tpu_xdsl.calibration.dataset import Dataset, SampleLoader
-    from tpu_xdsl.calibration.table import write_table
-    from tpu_xdsl.dialects.module import main_func
-    from tpu_xdsl.frontend.onnx_importer import import_onnx
-    from tpu_xdsl.frontend.onnx_model import load_model
-    from tpu_xdsl.ir_io import save_module
-    from tpu_xdsl.transforms.import_calibration import import_calibration
-    from tpu_xdsl.transforms.lower_top_to_tpu import lower_top_to_tpu
-    from tpu_xdsl.transforms.pipelines import canonicalize
-    from tpu_xdsl.weights import attach_weights, weights_of
 
     light = name.startswith("light_")
     path, shapes = (light_model_path(name), None) if light else (model(name).path, [list(model(name).input_shape)])
