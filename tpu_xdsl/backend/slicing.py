@@ -159,7 +159,8 @@ def plan(op: OpShape, out_box: Box) -> SlicePlan:
         return _grid_sample(op, out_box)
     if out_box != whole(op.results[0]):
         raise ValueError(f"{kind} cannot be sliced")
-    return SlicePlan([whole(r) for r in op.results], [None if s is None else whole(s) for s in op.operands], dict(op.attrs))
+    operands = [None if s is None else whole(s) for s in op.operands]
+    return SlicePlan([whole(r) for r in op.results], operands, dict(op.attrs))
 
 
 # -- families ---------------------------------------------------------------------------------
@@ -205,7 +206,10 @@ def _elementwise(op: OpShape, out_box: Box) -> SlicePlan:
             boxes.append(None)
         elif op.kind == "lut" and index == 1:  # the table: [256] or a row per channel
             boxes.append(((crange[0], crange[1]), (0, 256)) if len(shape) == 2 else whole(shape))
-        elif op.kind == "cast" and index == 1 or op.kind in CHANNEL_VECTORS and index > 0 and len(shape) == 1 and shape[0] == channels:  # per-channel scales
+        elif (  # per-channel scales
+            op.kind == "cast" and index == 1
+            or op.kind in CHANNEL_VECTORS and index > 0 and len(shape) == 1 and shape[0] == channels
+        ):
             boxes.append((crange,))
         else:
             boxes.append(_broadcast_box(shape, out_box))

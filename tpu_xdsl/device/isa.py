@@ -81,7 +81,8 @@ class DdrView:
         return DdrView(self.addr + offset * DTYPE_SIZES[self.dtype], self.dtype, tuple(sizes), self.strides)
 
     def permuted(self, order: tuple[int, ...]) -> DdrView:
-        return DdrView(self.addr, self.dtype, tuple(self.shape[i] for i in order), tuple(self.strides[i] for i in order))
+        shape, strides = tuple(self.shape[i] for i in order), tuple(self.strides[i] for i in order)
+        return DdrView(self.addr, self.dtype, shape, strides)
 
     def span(self) -> tuple[int, int]:
         """The lowest and one past the highest byte address the view touches."""

@@ -224,7 +224,8 @@ def profile_lines(model: TpuModel, timeline: Timeline, chip: ChipConfig | None =
             name, ops, slices = row.name, "-", "-"
         else:
             index = row.scheduled[0].instruction.group
-            name, ops, slices = f"group {index}: {row.name}", str(len(row.group.ops)), f"{row.group.n_slices}x{row.group.h_slices}"
+            name, ops = f"group {index}: {row.name}", str(len(row.group.ops))
+            slices = f"{row.group.n_slices}x{row.group.h_slices}"
         lines.append(
             f"{name[:40]:<40} {ops:>4} {slices:>7} {span:>10} {compute:>10} {dma:>10} {row.macs:>12} {util:>6.1%} "
             f"{row.dma_bytes:>11} {compute / max(1, span):>8.1%} {dma / max(1, span):>7.1%}"

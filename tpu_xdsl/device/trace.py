@@ -39,7 +39,9 @@ def trace_events(model: TpuModel, timeline: Timeline, chip: ChipConfig | None = 
         events.append({"name": "thread_sort_index", "ph": "M", "pid": 0, "tid": tid, "args": {"sort_index": tid}})
     for item in timeline.scheduled:
         instruction = item.instruction
-        args: dict[str, Any] = {"id": instruction.id, "op": type(instruction).__name__, "cycles": item.finish - item.start}
+        args: dict[str, Any] = {
+            "id": instruction.id, "op": type(instruction).__name__, "cycles": item.finish - item.start
+        }
         if isinstance(instruction, Compute):
             args["kind"] = instruction.kind
             args["macs"] = instruction.macs

@@ -75,7 +75,8 @@ class Codegen:
 
     def _place_weight(self, op: Operation) -> None:
         place = self.state.places[op.results[0]]
-        data = np.ascontiguousarray(np.asarray(self.weights[weight_name(op)]).astype(numpy_dtype(op.results[0].type.element_type)))  # type: ignore[attr-defined]
+        dtype = numpy_dtype(op.results[0].type.element_type)  # type: ignore[attr-defined]
+        data = np.ascontiguousarray(np.asarray(self.weights[weight_name(op)]).astype(dtype))
         raw = data.tobytes()
         end = place.addr + len(raw)
         if end > len(self.coefficients):
@@ -166,7 +167,8 @@ class Codegen:
         results = [places[r].view() if r in places else None for r in op.results]
         x, w = operands[0], operands[1]
         assert x is not None and w is not None
-        shape = recurrent.recurrent_shape(kind, attrs, x.shape, x.dtype, w.dtype, len(results) > 2 and results[2] is not None)
+        has_cell = len(results) > 2 and results[2] is not None
+        shape = recurrent.recurrent_shape(kind, attrs, x.shape, x.dtype, w.dtype, has_cell)
         where = recurrent.RecurrentPlaces(x, w, operands[2], operands[3], operands[4],  # type: ignore[arg-type]
                                           operands[5] if len(operands) > 5 else None, *results,
                                           *([None] if len(results) < 3 else []))

@@ -74,8 +74,12 @@ class _SliceEmitter:
             self._load_resident(alloc, i)
         self.streamed = [i for i, v in enumerate(operands) if v is not None and i not in resident]
         constant = shape.constants
-        sizes_in = {i: max(alloc.lane_bytes(dtypes[i], s.operands[i], constant[i]) for s in slices) for i in self.streamed}
-        sizes_out = [max(alloc.lane_bytes(result_dtypes[j], s.outputs[j]) for s in slices) for j in range(len(op.results))]
+        sizes_in = {
+            i: max(alloc.lane_bytes(dtypes[i], s.operands[i], constant[i]) for s in slices) for i in self.streamed
+        }
+        sizes_out = [
+            max(alloc.lane_bytes(result_dtypes[j], s.outputs[j]) for s in slices) for j in range(len(op.results))
+        ]
         self.bases_in = [{i: alloc.reserve(sizes_in[i]) for i in self.streamed} for _ in range(buffers)]
         self.bases_out = [[alloc.reserve(size) for size in sizes_out] for _ in range(buffers)]
         self.loads: dict[int, list[int]] = {}

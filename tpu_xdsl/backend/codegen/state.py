@@ -70,7 +70,9 @@ def ddr_addresses(op: Operation) -> list[int]:
     """The DDR addresses tpu-assign-memory gave the op's results."""
     attr = op.attributes.get("ddr")
     if not isinstance(attr, ArrayAttr):
-        raise CodegenError(f"'{op.name}' ({', '.join(tensor_names(op))}) has no DDR address: run tpu-assign-memory first")
+        raise CodegenError(
+            f"'{op.name}' ({', '.join(tensor_names(op))}) has no DDR address: run tpu-assign-memory first"
+        )
     return [a.value.data for a in attr.data if isinstance(a, IntegerAttr)]
 
 
@@ -102,7 +104,10 @@ def op_macs(kind: str, op: Operation) -> int:
         k = op.operands[0].type.get_shape()[-1]  # type: ignore[attr-defined]
         return int(np.prod(out)) * int(k)
     w = op.operands[1].type.get_shape()  # type: ignore[attr-defined]
-    per_output = int(np.prod(w[1:])) if kind == "conv" else int(np.prod(w[2:])) * int(w[0]) // max(1, int(op_attrs(op).get("group", 1)))
+    if kind == "conv":
+        per_output = int(np.prod(w[1:]))
+    else:
+        per_output = int(np.prod(w[2:])) * int(w[0]) // max(1, int(op_attrs(op).get("group", 1)))
     if kind == "deconv":
         x = op.operands[0].type.get_shape()  # type: ignore[attr-defined]
         return int(np.prod(x)) * int(np.prod(w[1:]))

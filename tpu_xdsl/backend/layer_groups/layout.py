@@ -152,7 +152,9 @@ def _take(free: list[tuple[int, int]], size: int, avoid: Sequence[tuple[int, int
     return None
 
 
-def _place_weights(sizes: dict[str, int], low: int, high: int, avoid: Sequence[tuple[int, int]]) -> dict[str, int] | None:
+def _place_weights(
+    sizes: dict[str, int], low: int, high: int, avoid: Sequence[tuple[int, int]]
+) -> dict[str, int] | None:
     """First-fit addresses in [low, high) for weights of `sizes` (in order): into free space
     clear of `avoid` first, the rest into any free space; None when they do not fit."""
     free = [(low, high)]  # free ranges, by address
@@ -206,7 +208,10 @@ def layout_problem(layout: Layout, needed: Layout, lmem_bytes: int) -> str | Non
         areas.append((addr, layout.buffers * layout.sizes[k], f"tensor {k}"))
     for m, addr in layout.buffer.items():
         if layout.buffer_sizes[m] < needed.buffer_minimum[m]:
-            return f"the buffer of op {m} has {layout.buffer_sizes[m]} bytes per lane and needs {needed.buffer_minimum[m]}"
+            return (
+                f"the buffer of op {m} has {layout.buffer_sizes[m]} bytes per lane and needs "
+                f"{needed.buffer_minimum[m]}"
+            )
         areas.append((addr, layout.buffers * layout.buffer_sizes[m], f"the buffer of op {m}"))
     areas.sort()
     for (a0, s0, n0), (a1, _, n1) in itertools.pairwise(areas):

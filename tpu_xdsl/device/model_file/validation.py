@@ -40,7 +40,8 @@ def model_from_header(header: Any, blob: bytes) -> TpuModel:
     The decoders below raise a short ValueError; callers add where it happened."""
     _check_keys(header)
     layers, attrs_table, rows = _tables(header)
-    groups = [GroupDesc(**check_group(g, f"groups[{i}]")) for i, g in enumerate(within("groups", decode_list, header["groups"]))]
+    listed = within("groups", decode_list, header["groups"])
+    groups = [GroupDesc(**check_group(g, f"groups[{i}]")) for i, g in enumerate(listed)]
     instructions = [
         _instruction(row, position, layers, attrs_table, len(groups)) for position, row in enumerate(rows)
     ]
@@ -99,7 +100,9 @@ def program_problem(instructions: list[Instruction]) -> str | None:
     """What breaks the program's order (ids 0..n-1, dependencies on earlier instructions), if anything."""
     for position, instruction in enumerate(instructions):
         if type(instruction.id) is not int or instruction.id != position:
-            return f"{_name(instruction, position)} has id {instruction.id!r}; ids must be 0, 1, 2, ... in program order"
+            return (
+                f"{_name(instruction, position)} has id {instruction.id!r}; ids must be 0, 1, 2, ... in program order"
+            )
         for dep in instruction.deps:
             if not (type(dep) is int and 0 <= dep < position):
                 return f"{_name(instruction, position)} depends on instruction {dep!r}, which does not come before it"

@@ -72,7 +72,9 @@ def save_model(model: TpuModel, path: str | Path) -> None:
     try:
         write_atomic(path, write, binary=True)
     except OSError as e:
-        raise ModelFileError(f"{path}: cannot write ({e.strerror}); check that its folder exists and is writable") from e
+        raise ModelFileError(
+            f"{path}: cannot write ({e.strerror}); check that its folder exists and is writable"
+        ) from e
 
 
 def _header_text(model: TpuModel) -> str:
