@@ -1,25 +1,5 @@
-"""The `.tpumodel` format: its fixed header, and the tables that name every field.
-
-Layout (docs/tpumodel.md has every detail, for readers in other languages):
-
-    offset  size  field
-         0     8  magic b"TPUMODEL"
-         8     4  format version, uint32 little endian
-        12     8  header length H in bytes, uint64 little endian
-        20     8  blob length B in bytes, uint64 little endian
-        28    32  SHA-256 of the H header bytes followed by the B blob bytes
-        60     H  header: UTF-8 JSON, padded with spaces so the blob starts on a
-                  multiple of 64 bytes
-      60+H     B  blob: the coefficients, placed at DDR address 0
-
-The header holds the name, chip, mode, DDR size, inputs, outputs, named
-tensors, layer groups and the program: one JSON array per instruction, one
-instruction per line, its fields by position (the header's `fields` table names
-them); layer names and Compute attributes are indices into the header's
-`layers` and `attrs` tables, so a name or an attribute dict shared by many
-instructions is written once, and an instruction's group is an index into
-`groups` (-1 for none).
-"""
+"""The `.tpumodel` format's fixed header (the layout is in the package docstring and
+docs/tpumodel.md) and the tables that name every field of the JSON header."""
 
 from __future__ import annotations
 
