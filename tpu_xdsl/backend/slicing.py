@@ -36,11 +36,8 @@ from tpu_xdsl.kernels.conv_pool import spatial_params
 
 Box = tuple[tuple[int, int], ...]
 
-ELEMENTWISE = op_kinds.ELEMENTWISE
 # Rank-1 constant operands of these ops run along axis 1 (per channel), not the last axis.
 CHANNEL_VECTORS = {"scale", "batch_norm"}
-WINDOW = op_kinds.WINDOW
-RESIZE = op_kinds.RESIZE
 
 
 def whole(shape: Sequence[int]) -> Box:
@@ -87,11 +84,11 @@ def splittable_axes(op: OpShape) -> list[int]:
     kind = op.kind
     if len(op.results) != 1:
         return []
-    if kind in ELEMENTWISE:
+    if kind in op_kinds.ELEMENTWISE:
         if kind == "lut" and op.operands[1] is not None and len(op.operands[1]) == 2 and rank < 2:
             return []
         return _nhc(rank)
-    if kind in WINDOW:
+    if kind in op_kinds.WINDOW:
         if rank not in (4, 5):
             return [0]
         group = int(op.attrs.get("group", 1))
@@ -105,7 +102,7 @@ def splittable_axes(op: OpShape) -> list[int]:
         if op.attrs.get("left_transpose"):
             return []
         return [*range(rank - 2), rank - 2, rank - 1] if rank >= 2 else []
-    if kind in RESIZE:
+    if kind in op_kinds.RESIZE:
         return [0, 1] if rank == 4 else []
     if kind in ("softmax", "log_softmax"):
         axis = int(op.attrs.get("axis", -1)) % rank
@@ -141,9 +138,9 @@ def _reduced_axes(op: OpShape) -> set[int]:
 def plan(op: OpShape, out_box: Box) -> SlicePlan:
     """The operand boxes and attributes for output box `out_box`."""
     kind = op.kind
-    if kind in ELEMENTWISE:
+    if kind in op_kinds.ELEMENTWISE:
         return _elementwise(op, out_box)
-    if kind in WINDOW:
+    if kind in op_kinds.WINDOW:
         return _window(op, out_box)
     if kind == "deconv":
         return _deconv(op, out_box)
@@ -151,7 +148,7 @@ def plan(op: OpShape, out_box: Box) -> SlicePlan:
         return _matmul(op, out_box)
     if kind in ("softmax", "log_softmax", "layer_norm", "reduce"):
         return _rows(op, out_box)
-    if kind in RESIZE:
+    if kind in op_kinds.RESIZE:
         return _resize(op, out_box)
     if kind == "concat":
         return _concat(op, out_box)

@@ -15,9 +15,8 @@ from tpu_xdsl.dialects.module import names_of
 from tpu_xdsl.kernels import op_kinds
 from tpu_xdsl.transforms.matching import attr
 
-# Ops with a fused ReLU clipped at `relu_limit` (see irdl/top.irdl).
-_LIMITED = op_kinds.FUSES_RELU
-# Ops with a fused ReLU but no limit.
+# Ops with a fused ReLU but no limit (op_kinds.FUSES_RELU clip at `relu_limit`, see
+# irdl/top.irdl).
 _UNLIMITED = ("concat",)
 
 
@@ -57,7 +56,7 @@ class FuseRelu(RewritePattern):
         if not isinstance(fused, Operation) or not source.has_one_use():
             return
         kind = fused.name.removeprefix("top.")
-        if kind not in _LIMITED and kind not in _UNLIMITED:
+        if kind not in op_kinds.FUSES_RELU and kind not in _UNLIMITED:
             return
         if source.type != op.results[0].type:
             return
@@ -66,7 +65,7 @@ class FuseRelu(RewritePattern):
         if kind in _UNLIMITED and limit > 0:
             return
         fused.attributes["do_relu"] = from_py(True)
-        if kind in _LIMITED:
+        if kind in op_kinds.FUSES_RELU:
             fused.attributes["relu_limit"] = from_py(float(limit))
         names = names_of(op)
         if names is not None:

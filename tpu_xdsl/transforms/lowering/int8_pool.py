@@ -45,9 +45,6 @@ from tpu_xdsl.transforms.matching import attr, shape
 DATA_MOVEMENT_KINDS = tuple(sorted((op_kinds.MOVEMENT - {"concat", "gather"}) | op_kinds.RESIZE))
 
 
-_RESHAPES = op_kinds.RESHAPES
-
-
 def moved_axis(op: Operation, axis: int | None) -> int | None:
     """Where a data-movement op puts the channels of its input's `axis` (1 or the last):
     the axis of each result that holds channel c of the input as channel c (1 or the
@@ -64,7 +61,7 @@ def moved_axis(op: Operation, axis: int | None) -> int | None:
             return None
         if kind == "permute":
             moved = [a % len(source) for a in attr(op, "order")].index(axis)
-        elif kind in _RESHAPES:
+        elif kind in op_kinds.RESHAPES:
             # Row-major order keeps channel c of the last axis while the last dimension
             # stays, and of axis 1 while the first two dimensions stay.
             if axis == last and target[-1] == source[-1]:
