@@ -54,6 +54,8 @@ def _list_ops(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tpu-xdsl", description="Deploy ONNX models to a TPU, checking every stage.")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    parser.add_argument("--max-tensor-bytes", metavar="SIZE",
+                        help="refuse any tensor larger than this (e.g. 2G; default: a quarter of the available memory)")
     sub = parser.add_subparsers(dest="command", required=True)
 
     info = sub.add_parser("info", help="what a .tpumodel holds: chip, mode, I/O, instructions, memory map")
@@ -98,6 +100,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        from tpu_xdsl.limits import parse_size, set_max_tensor_bytes
+
+        set_max_tensor_bytes(parse_size(args.max_tensor_bytes) if args.max_tensor_bytes else None)
         return args.func(args)
     except TpuXdslError as e:
         if args.debug:
