@@ -28,6 +28,8 @@ from collections import Counter
 from pathlib import Path
 
 from tpu_xdsl.errors import TpuXdslError
+from tpu_xdsl.files import TEMP_MARK, immediate
+from tpu_xdsl.outputs import check_paths, module_inputs, module_outputs, named, sample_inputs, writes_outputs
 
 
 class CalibrateUsageError(TpuXdslError):
@@ -217,6 +219,7 @@ def _progress(description: str, total: int):
     return advance
 
 
+@writes_outputs
 def run(args: argparse.Namespace) -> int:
     from tpu_xdsl.calibration.dataset import Dataset
     from tpu_xdsl.dialects.module import main_func
@@ -233,6 +236,13 @@ def run(args: argparse.Namespace) -> int:
         dataset = Dataset.from_dir(args.dataset, args.input_num)
     else:
         dataset = Dataset.from_list(args.data_list, args.input_num)
+    check_paths(
+        [*module_inputs("the model", args.model, module), *named("--data-list", args.data_list),
+         *sample_inputs("--dataset", args.dataset, dataset.paths),
+         *sample_inputs("--data-list", args.data_list, dataset.paths)],
+        [*named("-o", args.output), *(module_outputs(
+            "--model-output" if args.model_output is not None else "--we/--bc", model_output) if model_output else [])],
+    )
     dataset.check(module)
     if args.bc:
         from tpu_xdsl.calibration.bias_correction import MIN_SAMPLES
@@ -244,7 +254,7 @@ def run(args: argparse.Namespace) -> int:
             )
     # The work copies of a changed module sit beside the table, not in this machine's temp folder:
     # --cluster nodes read the module by its path.
-    with tempfile.TemporaryDirectory(prefix=".calibrate-", dir=Path(args.output).parent) as work:
+    with tempfile.TemporaryDirectory(prefix=f".calibrate{TEMP_MARK}", dir=Path(args.output).parent) as work:
         result = _calibrate_and_correct(args, module, dataset, Path(work), model_output)
     for t in result.tuned:
         change = "kept" if t.chosen == t.default else f"-> {t.chosen:.7f} ({t.chosen_method})"
@@ -327,7 +337,8 @@ def _calibrate_and_correct(args: argparse.Namespace, module, dataset, work: Path
 
     def save_work_copy() -> Path:
         path = work / f"{source.stem}.mlir"
-        save_module(module, path, weights_of(module))
+        with immediate():  # the calibration (and its workers) read it now
+            save_module(module, path, weights_of(module))
         return path
 
     if args.we:

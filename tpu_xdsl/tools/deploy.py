@@ -22,6 +22,7 @@ from pathlib import Path
 
 from tpu_xdsl.errors import TpuXdslError
 from tpu_xdsl.interp.compare import DEFAULT_TOLERANCE, DEVICE_FLOAT_COSINE
+from tpu_xdsl.outputs import check_paths, module_inputs, module_outputs, named, writes_outputs
 
 
 def add_parser(subparsers) -> None:
@@ -123,6 +124,7 @@ def _read_reference(path: str, tensor_names: set[str]) -> dict:
     return reference
 
 
+@writes_outputs
 def deploy(args: argparse.Namespace) -> int:
     from tpu_xdsl.calibration.model_scales import is_model_calibrated
     from tpu_xdsl.calibration.table import read_table
@@ -178,6 +180,13 @@ def deploy(args: argparse.Namespace) -> int:
                 f"drop {flag} or deploy with --quantize INT8"
             )
     module = _read_top_module(args.model)
+    check_paths(
+        [*module_inputs("the model", args.model, module), *named("--calibration-table", args.calibration_table),
+         *named("--quantize-table", args.quantize_table), *named("--test-input", args.test_input),
+         *named("--test-reference", args.test_reference)],
+        [*named("-o", args.output), *module_outputs("-o", mlir_output, args.output)] if compiled
+        else module_outputs("-o", args.output),
+    )
     state = module.attributes.get("module.state")
     if state is None or not str(state).strip('"').startswith("TOP"):
         raise TpuXdslError(f"{args.model}: module.state is {state}; deploy takes a TOP module from transform")

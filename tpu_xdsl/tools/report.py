@@ -39,6 +39,7 @@ from tpu_xdsl.inspect.stages import (
     read_feeds,
 )
 from tpu_xdsl.interp.compare import Tolerance
+from tpu_xdsl.outputs import check_paths, module_inputs, named, writes_outputs
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -81,11 +82,15 @@ def run_stages(stages: Sequence[Stage], feeds) -> dict[str, dict[str, np.ndarray
     return results
 
 
+@writes_outputs
 def report(args: argparse.Namespace) -> int:
     from tpu_xdsl.files import write_atomic
 
     tolerance = Tolerance.parse(args.tolerance) if args.tolerance is not None else None
     output = check_output(args.output)
+    stage_files = [role for stage in args.stages for role in (
+        module_inputs("STAGE_FILE", stage) if Path(stage).suffix == ".mlir" else named("STAGE_FILE", stage))]
+    check_paths([*stage_files, *named("--input", args.input)], named("-o", args.output))
     stages = load_stages(args.stages)
     feeds = read_feeds(args.input, stages)
     check_feeds(feeds, stages, args.input)

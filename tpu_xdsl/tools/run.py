@@ -7,6 +7,7 @@ from pathlib import Path
 
 from tpu_xdsl.errors import UsageError
 from tpu_xdsl.frontend.preprocess import load_device_inputs, load_inputs
+from tpu_xdsl.outputs import check_paths, module_inputs, named, writes_outputs
 
 
 def add_parser(sub) -> None:
@@ -25,6 +26,7 @@ def add_parser(sub) -> None:
 
 
 
+@writes_outputs
 def run(args: argparse.Namespace) -> int:
     if Path(args.model).suffix == ".tpumodel":
         return run_device(args)
@@ -35,6 +37,8 @@ def run(args: argparse.Namespace) -> int:
     from tpu_xdsl.weights import attach_weights, write_npz_atomic
 
     module = read_module(args.model)
+    check_paths([*module_inputs("the model", args.model, module), *named("--input", args.input)],
+                named("--output", args.output))
     weights = attach_weights(module, base_dir=Path(args.model).parent)
     inputs = load_inputs(args.input, module)
     capture = TensorCapture()
@@ -64,6 +68,8 @@ def run_device(args: argparse.Namespace) -> int:
 
     if args.trace:
         check_trace_path(args.trace)
+    check_paths(named("the model", args.model) + named("--input", args.input),
+                named("--output", args.output) + named("--trace", args.trace))
     if args.chip:
         from tpu_xdsl.device.chip import chip_config
 

@@ -14,13 +14,13 @@ line naming the best cosine reached; nothing written), 2 unusable flags or input
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 from tpu_xdsl.errors import TpuXdslError
+from tpu_xdsl.files import write_atomic
+from tpu_xdsl.outputs import check_paths, module_inputs, named, sample_inputs, writes_outputs
 
 
 class SearchUsageError(TpuXdslError):
@@ -117,6 +117,7 @@ def _progress(description: str, total: int):
     return advance
 
 
+@writes_outputs
 def run(args: argparse.Namespace) -> int:
     from tpu_xdsl.calibration.dataset import Dataset
     from tpu_xdsl.calibration.model_scales import is_model_calibrated
@@ -139,6 +140,12 @@ def run(args: argparse.Namespace) -> int:
         read_table(args.calibration_table)  # a malformed table is a one-line error here, not in a worker
     dataset = (Dataset.from_dir(args.dataset, args.input_num) if args.dataset is not None
                else Dataset.from_list(args.data_list, args.input_num))
+    check_paths(
+        [*module_inputs("the model", args.model, module), *named("--calibration-table", args.calibration_table),
+         *named("--data-list", args.data_list), *sample_inputs("--dataset", args.dataset, dataset.paths),
+         *sample_inputs("--data-list", args.data_list, dataset.paths)],
+        named("-o", args.output),
+    )
     dataset.check(module)
     if args.cluster:
         check_cluster(args.cluster)
@@ -162,7 +169,7 @@ def run(args: argparse.Namespace) -> int:
         print(line)
     name = Path(args.model).stem
     text = format_qtable(result, name, chip.name, args.target_cosine, len(dataset), args.float_mode)
-    _write_atomically(Path(args.output), text)
+    write_atomic(args.output, lambda f: f.write(text))
     share = result.float_macs / result.total_macs if result.total_macs else 0.0
     print(f"{len(result.float_ops)} of {len(result.sensitivities)} "
           f"ops in {args.float_mode} ({share:.2%} of the MACs): cosine "
@@ -170,13 +177,3 @@ def run(args: argparse.Namespace) -> int:
           f"{seconds:.0f} s; wrote {args.output}")
     return 0
 
-
-def _write_atomically(path: Path, text: str) -> None:
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w") as f:
-            f.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
