@@ -132,6 +132,12 @@ def _check_place(output: Role) -> None:
         raise OutputPathError(f"{name}: folder {folder} is not writable; write the file somewhere you may")
 
 
+def check_output_path(flag: str, value: str | os.PathLike) -> None:
+    """The one output a flag names can be a file (the place checks of `check_paths`), for a
+    command to check first, before its inputs."""
+    _check_place(named(flag, value)[0])
+
+
 def check_paths(inputs: Sequence[Role], outputs: Sequence[Role]) -> None:
     """Refuse outputs that would destroy an input or each other, or cannot be written
     (see the module's docstring); one line naming the flags."""

@@ -29,7 +29,15 @@ from pathlib import Path
 
 from tpu_xdsl.errors import TpuXdslError
 from tpu_xdsl.files import TEMP_MARK, immediate
-from tpu_xdsl.outputs import check_paths, module_inputs, module_outputs, named, sample_inputs, writes_outputs
+from tpu_xdsl.outputs import (
+    check_output_path,
+    check_paths,
+    module_inputs,
+    module_outputs,
+    named,
+    sample_inputs,
+    writes_outputs,
+)
 
 
 class CalibrateUsageError(TpuXdslError):
@@ -110,10 +118,7 @@ def check_args(args: argparse.Namespace) -> None:
     if args.jobs is not None and args.jobs < 1:
         raise CalibrateUsageError(f"--jobs {args.jobs}: give 1 or more worker processes")
     output = Path(args.output)
-    if output.is_dir():
-        raise CalibrateUsageError(f"-o {args.output}: is a folder; name the table file to write")
-    if not output.parent.is_dir():
-        raise CalibrateUsageError(f"-o {args.output}: folder {output.parent} does not exist")
+    check_output_path("-o", args.output)
     if output.resolve() == Path(args.model).resolve():
         raise CalibrateUsageError(f"-o {args.output}: would overwrite the model; "
                                   f"name the table {output.stem}_cali_table")
@@ -160,8 +165,7 @@ def model_output_path(args: argparse.Namespace) -> Path:
     flag = "--model-output" if args.model_output is not None else "--we/--bc"
     if path.is_dir() or path.suffix != ".mlir":
         raise CalibrateUsageError(f"{flag} {path}: name the TOP .mlir file to write")
-    if not path.parent.is_dir():
-        raise CalibrateUsageError(f"{flag} {path}: folder {path.parent} does not exist")
+    check_output_path(flag, path)
     if path.resolve() == Path(args.model).resolve():
         raise CalibrateUsageError(f"{flag} {path}: would overwrite the input "
                                   "model; name another file with --model-output")

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from tpu_xdsl.errors import TpuXdslError
 from tpu_xdsl.interp.compare import DEFAULT_TOLERANCE, DEVICE_FLOAT_COSINE
-from tpu_xdsl.outputs import check_paths, module_inputs, module_outputs, named, writes_outputs
+from tpu_xdsl.outputs import check_output_path, check_paths, module_inputs, module_outputs, named, writes_outputs
 
 
 def add_parser(subparsers) -> None:
@@ -155,6 +155,7 @@ def deploy(args: argparse.Namespace) -> int:
     mode = check_mode(chip, args.quantize)
     tolerance = Tolerance.parse(args.tolerance or DEFAULT_TOLERANCE[mode])
     output = Path(args.output)
+    check_output_path("-o", args.output)
     if output.suffix not in (".mlir", ".tpumodel"):
         raise UsageError(
             f"-o {args.output}: write the TPU module as {output.stem}.mlir, or compile it to {output.stem}.tpumodel"
@@ -165,8 +166,6 @@ def deploy(args: argparse.Namespace) -> int:
     if args.disable_layer_group and args.opt != "2":
         raise UsageError(f"--opt {args.opt} chooses layer groups and --disable-layer-group turns them off: give one")
     mlir_output = output.with_suffix(".mlir")
-    if not output.parent.is_dir():
-        raise UsageError(f"-o {args.output}: folder {output.parent} does not exist")
     if mlir_output.resolve() == Path(args.model).resolve():
         raise UsageError(f"-o {args.output}: would overwrite the TOP module "
                          f"deploy reads; name it {output.stem}_{mode.lower()}.mlir")

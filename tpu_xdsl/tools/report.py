@@ -39,7 +39,7 @@ from tpu_xdsl.inspect.stages import (
     read_feeds,
 )
 from tpu_xdsl.interp.compare import Tolerance
-from tpu_xdsl.outputs import check_paths, module_inputs, named, writes_outputs
+from tpu_xdsl.outputs import check_output_path, check_paths, module_inputs, named, writes_outputs
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -62,10 +62,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def check_output(path: str) -> Path:
     output = Path(path)
+    check_output_path("-o", path)
     if output.suffix.lower() not in (".html", ".htm"):
         raise ReportError(f"-o {path}: the report is an HTML page; name it {output.stem or 'report'}.html")
-    if not output.parent.is_dir():
-        raise ReportError(f"-o {path}: folder {output.parent} does not exist")
     return output
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tpu_xdsl.errors import UsageError
 from tpu_xdsl.frontend.preprocess import load_device_inputs, load_inputs
-from tpu_xdsl.outputs import check_paths, module_inputs, named, writes_outputs
+from tpu_xdsl.outputs import check_output_path, check_paths, module_inputs, named, writes_outputs
 
 
 def add_parser(sub) -> None:
@@ -56,8 +56,7 @@ def check_trace_path(path: str) -> None:
     trace = Path(path)
     if trace.is_dir():
         raise UsageError(f"--trace {path} is a folder; give a file name, e.g. {trace / 'trace.json'}")
-    if not trace.parent.is_dir():
-        raise UsageError(f"--trace {path}: folder {trace.parent} does not exist")
+    check_output_path("--trace", path)
 
 
 def run_device(args: argparse.Namespace) -> int:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from tpu_xdsl.errors import TpuXdslError
 from tpu_xdsl.files import write_atomic
-from tpu_xdsl.outputs import check_paths, module_inputs, named, sample_inputs, writes_outputs
+from tpu_xdsl.outputs import check_output_path, check_paths, module_inputs, named, sample_inputs, writes_outputs
 
 
 class SearchUsageError(TpuXdslError):
@@ -90,10 +90,7 @@ def check_args(args: argparse.Namespace):
     if PRECISION.index(args.float_mode) <= PRECISION.index(args.mode):
         raise SearchUsageError(f"--float-mode {args.float_mode}: give a mode more precise than --mode {args.mode}")
     output = Path(args.output)
-    if output.is_dir():
-        raise SearchUsageError(f"-o {args.output}: is a folder; name the quantize table file to write")
-    if not output.parent.is_dir():
-        raise SearchUsageError(f"-o {args.output}: folder {output.parent} does not exist")
+    check_output_path("-o", args.output)
     for flag, given in (("the model", args.model), ("--calibration-table", args.calibration_table),
                         ("--data-list", args.data_list)):
         if given is not None and output.resolve() == Path(given).resolve():
