@@ -87,3 +87,84 @@ def _reason(error: Exception) -> str:
     if len(first) > 200:
         first = first[:200] + "..."
     return f"{type(error).__name__}: {first}" if first else type(error).__name__
+
+
+# Ops whose result is as broad as their inputs broadcast together.
+_BROADCASTING = frozenset(
+    {
+        "Add", "Sub", "Mul", "Div", "Pow", "Mod", "BitShift", "PRelu", "Where", "And", "Or", "Xor",
+        "Equal", "Greater", "Less", "GreaterOrEqual", "LessOrEqual", "Max", "Min", "Sum", "Mean",
+        "BitwiseAnd", "BitwiseOr", "BitwiseXor",
+    }
+)
+
+
+def folded_shapes(node: onnx.NodeProto, feeds: Sequence[np.ndarray | None]) -> list[tuple[int, ...]] | None:
+    """The result shapes of folding `node` when they can grow past its inputs' sizes (a
+    ConstantOfShape, an Expand, a broadcast...), computed from the inputs' values without
+    allocating anything; None for other ops or when the inputs do not say. A value that
+    cannot be a shape (a negative dim, a zero step) raises ValueError naming it."""
+    op = node.op_type
+    shapes = [None if f is None else tuple(int(d) for d in f.shape) for f in feeds]
+
+    def ints(i: int, what: str) -> list[int] | None:
+        if i >= len(feeds) or feeds[i] is None:
+            return None
+        value = feeds[i]
+        assert value is not None
+        if value.dtype.kind not in "iub" or value.ndim > 1:
+            raise ValueError(f"{what} must be a 1-D integer tensor, got {value.dtype} of shape {list(value.shape)}")
+        return [int(v) for v in value.reshape(-1)]
+
+    if op == "ConstantOfShape":
+        dims = ints(0, "the shape (input 0)")
+        if dims is not None and any(d < 0 for d in dims):
+            raise ValueError(f"the shape (input 0) {dims} has a negative dimension")
+        return None if dims is None else [tuple(dims)]
+    if op in ("Expand", "Tile") and shapes[0] is not None:
+        dims = ints(1, "the shape (input 1)" if op == "Expand" else "the repeats (input 1)")
+        if dims is None:
+            return None
+        if any(d < 0 for d in dims):
+            raise ValueError(f"input 1 {dims} has a negative value")
+        if op == "Tile":
+            return [tuple(a * b for a, b in zip(shapes[0], dims))] if len(dims) == len(shapes[0]) else None
+        rank = max(len(dims), len(shapes[0]))
+        left = (1,) * (rank - len(shapes[0])) + shapes[0]
+        right = (1,) * (rank - len(dims)) + tuple(dims)
+        return [tuple(a if b == 1 else b for a, b in zip(left, right))]
+    if op == "Range" and all(f is not None and f.size == 1 for f in feeds[:3]) and len(feeds) >= 3:
+        start, limit, delta = (float(np.asarray(f).reshape(-1)[0]) for f in feeds[:3])  # type: ignore[union-attr]
+        if delta == 0 or not all(np.isfinite([start, limit, delta])):
+            raise ValueError(f"Range({start}, {limit}, {delta}) has no finite length")
+        return [(max(int(np.ceil((limit - start) / delta)), 0),)]
+    if op == "OneHot" and shapes[0] is not None and len(feeds) > 1 and feeds[1] is not None:
+        depth = int(np.asarray(feeds[1]).reshape(-1)[0]) if feeds[1].size else 0  # type: ignore[union-attr]
+        return [(*shapes[0], max(depth, 0))]
+    if op in ("Resize", "Upsample") and shapes[0] is not None:
+        return _resized(node, feeds, shapes[0])
+    if op in _BROADCASTING and all(s is not None for s in shapes):
+        try:
+            return [tuple(np.broadcast_shapes(*shapes))]  # type: ignore[arg-type]
+        except ValueError:
+            return None
+    return None
+
+
+def _resized(
+    node: onnx.NodeProto, feeds: Sequence[np.ndarray | None], source: tuple[int, ...]
+) -> list[tuple[int, ...]] | None:
+    rank = len(source)
+    for value in reversed(feeds[1:]):  # sizes (last input) before scales
+        if value is None or value.size != rank:
+            continue
+        if value.dtype.kind in "iu":
+            sizes = [int(v) for v in value.reshape(-1)]
+            if any(d < 0 for d in sizes):
+                raise ValueError(f"the sizes {sizes} have a negative value")
+            return [tuple(sizes)]
+        scales = np.asarray(value, np.float64).reshape(-1)
+        if not np.all(np.isfinite(scales)) or np.any(scales < 0):
+            raise ValueError(f"the scales {scales.tolist()} must be finite and not negative")
+        return [tuple(int(np.floor(d * s)) for d, s in zip(source, scales))]
+    return None

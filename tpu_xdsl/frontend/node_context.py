@@ -42,7 +42,10 @@ class NodeContext:
         self.importer = importer
         self.node = node
         self.opset = opset
-        self._attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        try:
+            self._attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        except Exception as e:  # a type the model's validation let through: still the model's fault
+            raise ImportRuleError(f"{self.where}: an attribute cannot be read ({e})") from e
         self._emitted = 0
 
     # -- reading the node ----------------------------------------------------------
@@ -102,11 +105,24 @@ class NodeContext:
         return self.value(i).dtype
 
     def attr(self, name: str, default: Any = None) -> Any:
-        value = self._attrs.get(name, default)
-        if isinstance(value, bytes):
-            return value.decode()
-        if isinstance(value, list) and value and isinstance(value[0], bytes):
-            return [v.decode() for v in value]
+        """Attribute `name`, or `default` when absent. With a default, the attribute must be of
+        its kind (an int, a float, a string or a list): a rule never sees a list where it asked
+        for an int (the ONNX schema check of `frontend.validate` covers ONNX's own ops; this
+        covers the others)."""
+        if name not in self._attrs:
+            return default
+        value = self._attrs[name]
+        try:
+            if isinstance(value, bytes):
+                value = value.decode()
+            elif isinstance(value, list) and value and isinstance(value[0], bytes):
+                value = [v.decode() for v in value]
+        except UnicodeDecodeError:
+            raise self.error(f"attribute '{name}' is not valid UTF-8 text") from None
+        if default is not None and not _same_kind(value, default):
+            raise self.error(
+                f"attribute '{name}' must be {_kind_name(default)}, the model gives {_kind_name(value)}"
+            )
         return value
 
     def has_attr(self, name: str) -> bool:
@@ -171,3 +187,26 @@ class NodeContext:
     def set_const(self, i: int, value: np.ndarray) -> None:
         """Make output i a constant known at import."""
         self.importer.define_const(self.node.output[i], np.asarray(value))
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, bool | int | np.integer):
+        return "int"
+    if isinstance(value, float | np.floating):
+        return "float"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list | tuple):
+        return "list"
+    return type(value).__name__
+
+
+def _same_kind(value: Any, default: Any) -> bool:
+    kind, want = _kind(value), _kind(default)
+    # An int where a float is asked for is a float of that value.
+    return kind == want or (want == "float" and kind == "int")
+
+
+def _kind_name(value: Any) -> str:
+    kind = _kind(value)
+    return {"int": "an int", "float": "a float", "string": "a string", "list": "a list"}.get(kind, kind)

@@ -36,7 +36,7 @@ from tpu_xdsl.dialects.attr_values import from_py
 from tpu_xdsl.errors import TpuXdslError
 from tpu_xdsl.frontend import constant_inputs as binding
 from tpu_xdsl.frontend import registry
-from tpu_xdsl.frontend.folding import FoldError, NodeFolder
+from tpu_xdsl.frontend.folding import FoldError, NodeFolder, folded_shapes
 from tpu_xdsl.frontend.node_context import ImportResult, NodeContext
 from tpu_xdsl.frontend.onnx_model import (
     CONTROL_FLOW_OPS,
@@ -51,7 +51,9 @@ from tpu_xdsl.frontend.onnx_model import (
     load_model,
     unfoldable_nodes,
 )
+from tpu_xdsl.frontend.validate import InvalidModelError, validate_model
 from tpu_xdsl.kernels.dtypes import element_type, numpy_dtype
+from tpu_xdsl.limits import check_tensor_size, element_count
 
 # Nodes never folded even when their inputs are constant.
 _NEVER_FOLD = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli"}
@@ -178,6 +180,10 @@ class OnnxImporter:
             result_shapes = shapes.infer_shapes(kind, operand_shapes, attrs)
         if dtypes is None:
             dtypes = [F32] * len(result_shapes)
+        for shape, dtype, i in zip(result_shapes, dtypes, range(len(result_shapes))):
+            if shape is not None:
+                label = names[i] if names is not None and i < len(names) and names[i] else base_name
+                check_tensor_size(f"top.{kind} result '{label}'", shape, np.dtype(dtype).itemsize)
         # A shape of None makes a `none` result (an optional output nothing reads).
         result_types: list[Attribute] = [
             NoneType() if s is None else TensorType(element_type(dt), tuple(int(d) for d in s))
@@ -378,6 +384,19 @@ class OnnxImporter:
         if node.op_type != "Constant" and not present:
             return False
         feeds = [self.values[n].const if n else None for n in node.input]
+        # Growing ops (ConstantOfShape, Expand, Tile, Range...) are sized before anything is allocated.
+        try:
+            predicted = folded_shapes(node, feeds)
+        except ValueError as e:
+            raise ctx.error(str(e)) from e
+        itemsize = _result_itemsize(node, feeds)
+        for shape in predicted or ():
+            check_tensor_size(f"{ctx.where} result", shape, max(itemsize, 4))
+        if predicted is not None and sum(element_count(s) for s in predicted) > _FOLD_LIMIT:
+            for name in node.output:
+                if name:
+                    self._fold_failures[name] = f"{ctx.where} is not folded: its result is too large to fold at import"
+            return False
         try:
             results = self.folder.evaluate(node, feeds, opset)
         except FoldError as e:
@@ -555,7 +574,11 @@ def import_onnx(
         # Model-local functions (exporters write modules as functions) become their bodies.
         from onnx import inliner
 
-        model = inliner.inline_local_functions(model, convert_version=True)
+        try:
+            model = inliner.inline_local_functions(model, convert_version=True)
+        except Exception as e:  # the inliner's own checks of the functions: a malformed model
+            raise InvalidModelError(f"model '{name}': its local functions cannot be inlined ({_first_line(e)})") from e
+    validate_model(model, f"model '{name}'")
     bound = binding.typed_constants(model, constant_inputs or {})
     notes = [binding.bound_note(n, v, "--constant-inputs") for n, v in bound.items()]
     steering = binding.steering_only_inputs(model)
@@ -575,6 +598,19 @@ def import_onnx(
             continue
         result.notes = notes + result.notes
         return result
+
+
+def _result_itemsize(node: onnx.NodeProto, feeds: Sequence[np.ndarray | None]) -> int:
+    """The bytes per element of a folded result, at least 4 (what TOP computes in)."""
+    if node.op_type == "ConstantOfShape":
+        value = next((a.t for a in node.attribute if a.name == "value" and a.HasField("t")), None)
+        return max(helper.tensor_dtype_to_np_dtype(value.data_type).itemsize if value else 4, 4)
+    return max((f.dtype.itemsize for f in feeds if f is not None), default=4)
+
+
+def _first_line(error: Exception) -> str:
+    lines = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {lines[0][:200]}" if lines else type(error).__name__
 
 
 def supported_ops() -> Iterable[str]:

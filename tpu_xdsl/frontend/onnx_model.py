@@ -9,11 +9,12 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-from google.protobuf.message import DecodeError
-from onnx import external_data_helper, helper
+from onnx import helper
 from xdsl.ir import SSAValue
 
 from tpu_xdsl.errors import TpuXdslError
+from tpu_xdsl.frontend.validate import SUPPORTED_TYPES, load_external_data, parse_model, type_name, validate_model
+from tpu_xdsl.limits import check_tensor_size
 
 F32 = np.dtype(np.float32)
 # ONNX ops with subgraphs, inlined or unrolled at import (`frontend.control_flow`).
@@ -61,24 +62,19 @@ class OnnxValue:
 
 
 def load_model(path: str | Path) -> onnx.ModelProto:
-    """Read an ONNX file (with its external data) or raise a one-line error."""
+    """Read an ONNX file (with its external data) and validate it, or raise a one-line error."""
     path = Path(path)
     if not path.is_file():
         raise ModelLoadError(f"{path}: no such model file")
     try:
-        model = onnx.load(str(path), load_external_data=False)
-    except (DecodeError, RuntimeWarning, ValueError) as e:
-        raise ModelLoadError(
-            f"{path}: not an ONNX model (protobuf parse failed: {e}); pass a .onnx file"
-        ) from e
+        data = path.read_bytes()
+    except OSError as e:
+        raise ModelLoadError(f"{path}: cannot read the model ({e.strerror or e})") from e
+    model = parse_model(data, path)
     if not model.graph.node and not model.graph.output:
         raise ModelLoadError(f"{path}: not an ONNX model (no graph); pass a .onnx file")
-    try:
-        external_data_helper.load_external_data_for_model(model, str(path.parent))
-    except (OSError, onnx.checker.ValidationError) as e:
-        raise ModelLoadError(
-            f"{path}: external data missing ({e}); keep the data files beside the model"
-        ) from e
+    load_external_data(model, path)
+    validate_model(model, str(path))
     return model
 
 
@@ -89,10 +85,9 @@ def model_inputs(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
 
 
 def elem_dtype(elem_type: int, where: str) -> np.dtype:
-    try:
-        return np.dtype(helper.tensor_dtype_to_np_dtype(elem_type))
-    except (KeyError, ValueError, TypeError) as e:
-        raise ImportRuleError(f"{where}: unsupported element type {elem_type}") from e
+    if elem_type not in SUPPORTED_TYPES:
+        raise ImportRuleError(f"{where}: element type {type_name(elem_type)} is not supported")
+    return np.dtype(helper.tensor_dtype_to_np_dtype(elem_type))
 
 
 def bind_input_shapes(
@@ -148,6 +143,7 @@ def bind_input_shapes(
                     )
                 shape.append(dim.dim_value)
             shape = tuple(shape)
+        check_tensor_size(f"input '{value.name}'", shape, dtype.itemsize)
         bound.append((value.name, shape, dtype))
     return bound
 

@@ -24,6 +24,7 @@ from tpu_xdsl.frontend.rules.tensor.common import (
     onnx_dtype,
     top_dtype,
 )
+from tpu_xdsl.limits import check_tensor_size
 
 
 def _indices(ctx: NodeContext, i: int, size: int | None = None) -> SSAValue:
@@ -141,6 +142,11 @@ def constant_of_shape(ctx: NodeContext) -> None:
     shape_ = ints_of(ctx.require_const(0, "the shape"))
     value = ctx.attr("value")
     value = np.zeros(1, np.float32) if value is None else numpy_helper.to_array(value)
+    if value.size != 1:
+        raise ctx.error(f"attribute 'value' must hold one element, it holds {value.size}")
+    if any(d < 0 for d in shape_):
+        raise ctx.error(f"the shape {list(shape_)} has a negative dimension")
+    check_tensor_size(f"{ctx.where} result", shape_, value.dtype.itemsize)
     ctx.set_const(0, np.full(shape_, value.reshape(-1)[0], dtype=value.dtype))
 
 
@@ -156,6 +162,10 @@ def range_(ctx: NodeContext) -> None:
         _scalar(ctx.require_const(i, what))
         for i, what in enumerate(("start", "limit", "delta"))
     )
+    if delta == 0 or not np.all(np.isfinite([start, limit, delta])):
+        raise ctx.error(f"Range({start}, {limit}, {delta}) has no finite length")
+    length = max(int(np.ceil((float(limit) - float(start)) / float(delta))), 0)
+    check_tensor_size(f"{ctx.where} result", [length], start.dtype.itemsize)
     ctx.set_const(0, np.arange(start, limit, delta, dtype=start.dtype))
 
 

@@ -1,0 +1,331 @@
+"""Hostile ONNX files (issue 17): `tpu-xdsl transform` refuses each malformed model with one line
+naming the tensor, node or attribute (exit 2), never a traceback or an internal error, and
+leaves nothing in the output folder."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from tpu_xdsl.tools.tpu_xdsl import main
+
+
+@pytest.fixture(autouse=True)
+def _one_gib_limit(monkeypatch):
+    """The per-tensor limit of a small machine, whatever this one has."""
+    monkeypatch.setenv("TPU_XDSL_MAX_TENSOR_BYTES", "1G")
+
+
+W = np.arange(216, dtype=np.float32).reshape(8, 3, 3, 3) / 216
+
+
+def _model(nodes, inputs=None, outputs=None, initializers=(), opset=13) -> onnx.ModelProto:
+    inputs = inputs if inputs is not None else [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 6, 6])]
+    outputs = outputs if outputs is not None else [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]
+    graph = helper.make_graph(nodes, "g", inputs, outputs, list(initializers))
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def _conv(**attrs) -> onnx.ModelProto:
+    """x [1,3,6,6] -> Conv(w [8,3,3,3]) -> y."""
+    attrs = {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], **attrs}
+    node = helper.make_node("Conv", ["x", "w"], ["y"], name="conv", **attrs)
+    return _model([node], initializers=[numpy_helper.from_array(W, "w")])
+
+
+def _run(tmp_path: Path, model: onnx.ModelProto | bytes, *extra: str) -> tuple[int, Path]:
+    folder = tmp_path / "model"
+    folder.mkdir(exist_ok=True)
+    out = tmp_path / "out"
+    out.mkdir(exist_ok=True)
+    path = folder / "m.onnx"
+    path.write_bytes(model if isinstance(model, bytes) else model.SerializeToString())
+    rc = main(["transform", "--model-name", "m", "--model-def", str(path), "-o", str(out / "m.mlir"), *extra])
+    return rc, out
+
+
+def _refused(tmp_path, capsys, model, *words: str, extra: tuple[str, ...] = ()) -> str:
+    rc, out = _run(tmp_path, model, *extra)
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    for word in words:
+        assert word in lines[0], lines[0]
+    assert list(out.iterdir()) == []
+    return lines[0]
+
+
+def test_the_plain_model_imports(tmp_path, capsys):
+    rc, out = _run(tmp_path, _conv())
+    assert rc == 0, capsys.readouterr().err
+    assert sorted(p.name for p in out.iterdir()) == ["m.mlir", "m_weights.npz"]
+
+
+# -- initializers --------------------------------------------------------------------------
+
+
+def _with_weight(mutate: Callable[[TensorProto], None]) -> onnx.ModelProto:
+    model = _conv()
+    mutate(model.graph.initializer[0])
+    return model
+
+
+def _set_dims(dims):
+    def mutate(t):
+        del t.dims[:]
+        t.dims.extend(dims)
+    return mutate
+
+
+def _set(field, value):
+    return lambda t: setattr(t, field, value)
+
+
+@pytest.mark.parametrize(
+    "mutate, words",
+    [
+        (_set_dims([8, 3, 3, 4]), ["initializer 'w'", "dims [8, 3, 3, 4]", "216"]),  # a 4-bit flip in dims
+        (_set_dims([-8, 3, 3, 3]), ["initializer 'w'", "negative"]),
+        (lambda t: setattr(t, "raw_data", t.raw_data + b"\0"), ["initializer 'w'", "raw_data", "multiple"]),
+        (_set_dims([1 << 30, 1 << 30]), ["initializer 'w'", "over the limit"]),
+        (_set("data_type", 999), ["initializer 'w'", "element type 999", "not supported"]),
+        (_set("data_type", 0), ["initializer 'w'", "UNDEFINED", "not supported"]),
+        (_set("data_type", TensorProto.FLOAT8E4M3FN), ["initializer 'w'", "FLOAT8E4M3FN", "not supported"]),
+        (_set("data_type", TensorProto.INT4), ["initializer 'w'", "INT4", "not supported"]),
+        (_set("data_type", TensorProto.UINT4), ["initializer 'w'", "UINT4", "not supported"]),
+        (_set("data_type", TensorProto.FLOAT4E2M1), ["initializer 'w'", "FLOAT4E2M1", "not supported"]),
+    ],
+    ids=["dims-vs-data", "negative-dim", "raw-not-multiple", "huge-dims", "type-999", "type-0", "float8", "int4",
+         "uint4", "float4"],
+)
+def test_malformed_initializer(tmp_path, capsys, mutate, words):
+    _refused(tmp_path, capsys, _with_weight(mutate), *words)
+
+
+def test_input_of_unsupported_element_type(tmp_path, capsys):
+    model = _conv()
+    model.graph.input[0].type.tensor_type.elem_type = TensorProto.FLOAT8E5M2
+    _refused(tmp_path, capsys, model, "input 'x'", "FLOAT8E5M2", "not supported")
+
+
+# -- sizes of what folding would materialize -------------------------------------------------
+
+
+def _constant_of_shape(shape, **attrs) -> onnx.ModelProto:
+    nodes = [
+        helper.make_node("Constant", [], ["s"], name="shape", value=numpy_helper.from_array(np.array(shape, np.int64))),
+        helper.make_node("ConstantOfShape", ["s"], ["y"], name="fill", **attrs),
+    ]
+    return _model(nodes, inputs=[])
+
+
+@pytest.mark.parametrize(
+    "model, words",
+    [
+        (_constant_of_shape([32768, 32768]), ["node 'fill'", "32768x32768", "over the limit"]),
+        (_constant_of_shape([10**12]), ["node 'fill'", "over the limit"]),
+        (_constant_of_shape([2, -3]), ["node 'fill'", "negative"]),
+        (_constant_of_shape([2], value=[1, 2]), ["node 'fill'", "attribute 'value' must be TENSOR", "INTS"]),
+        (
+            _constant_of_shape([2], value=numpy_helper.from_array(np.ones(3, np.float32))),
+            ["node 'fill'", "'value'", "one-element"],
+        ),
+    ],
+    ids=["32768x32768", "1e12", "negative", "list-value", "three-values"],
+)
+def test_constant_of_shape(tmp_path, capsys, model, words):
+    _refused(tmp_path, capsys, model, *words)
+
+
+def _grow(op: str, data: np.ndarray, second: np.ndarray) -> onnx.ModelProto:
+    inits = [numpy_helper.from_array(data, "d"), numpy_helper.from_array(second, "s")]
+    return _model([helper.make_node(op, ["d", "s"], ["y"], name="grow")], inputs=[], initializers=inits)
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        _grow("Expand", np.ones(1, np.float32), np.array([1 << 20, 1 << 20], np.int64)),
+        _grow("Tile", np.ones((2, 2), np.float32), np.array([1 << 20, 1 << 20], np.int64)),
+        _grow("Add", np.ones((100000, 1), np.float32), np.ones((1, 100000), np.float32)),
+    ],
+    ids=["expand", "tile", "broadcast"],
+)
+def test_folding_is_sized_before_it_allocates(tmp_path, capsys, model):
+    _refused(tmp_path, capsys, model, "node 'grow'", "over the limit")
+
+
+# -- external data ---------------------------------------------------------------------------
+
+
+def _external(tmp_path: Path, **entries: str) -> onnx.ModelProto:
+    """The conv model with w's 864 bytes in model/w.bin, its external_data entries replaced."""
+    (tmp_path / "model").mkdir(exist_ok=True)
+    (tmp_path / "model" / "w.bin").write_bytes(W.tobytes())
+    model = _conv()
+    tensor = model.graph.initializer[0]
+    tensor.ClearField("raw_data")
+    tensor.data_location = TensorProto.EXTERNAL
+    for key, value in {"location": "w.bin", **entries}.items():
+        entry = tensor.external_data.add()
+        entry.key, entry.value = key, value
+    return model
+
+
+def test_external_data_in_bounds_imports(tmp_path, capsys):
+    rc, _ = _run(tmp_path, _external(tmp_path, offset="0", length=str(W.nbytes)))
+    assert rc == 0, capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "entries, words",
+    [
+        ({"offset": "-4"}, ["offset -4", "negative"]),
+        ({"length": "-1"}, ["length -1", "negative"]),
+        ({"offset": "8", "length": str(W.nbytes)}, ["beyond the end", "864 bytes"]),
+        ({"length": str(1 << 40)}, ["beyond the end"]),
+        ({"location": "missing.bin"}, ["missing", "missing.bin"]),
+        ({"location": "../w.bin"}, ["outside the model's folder"]),
+        ({"location": "/etc/passwd"}, ["outside the model's folder"]),
+        ({"length": "100"}, ["holds 100 bytes", "need 864"]),
+    ],
+    ids=["negative-offset", "negative-length", "past-end", "huge-length", "missing-file", "dot-dot", "absolute",
+         "short"],
+)
+def test_malformed_external_data(tmp_path, capsys, entries, words):
+    _refused(tmp_path, capsys, _external(tmp_path, **entries), "initializer 'w'", "external data", *words)
+
+
+# -- attributes ------------------------------------------------------------------------------
+
+
+def _transpose(**attrs) -> onnx.ModelProto:
+    return _model([helper.make_node("Transpose", ["x"], ["y"], name="tr", **attrs)])
+
+
+def _concat(**attrs) -> onnx.ModelProto:
+    return _model([helper.make_node("Concat", ["x", "x"], ["y"], name="cat", **attrs)])
+
+
+def _duplicated_group() -> onnx.ModelProto:
+    model = _conv(group=1)
+    model.graph.node[0].attribute.append(helper.make_attribute("group", 2))
+    return model
+
+
+def _non_utf8_auto_pad() -> bytes:
+    model = _conv()
+    model.graph.node[0].attribute.append(helper.make_attribute("auto_pad", b"NOTSEX"))
+    return model.SerializeToString().replace(b"NOTSEX", b"NOTS\xffX")
+
+
+@pytest.mark.parametrize(
+    "model, words",
+    [
+        (_transpose(perm=3), ["node 'tr'", "'perm' must be INTS", "INT"]),
+        (_conv(kernel_shape=3.0), ["node 'conv'", "'kernel_shape' must be INTS", "FLOAT"]),
+        (_concat(axis=[1]), ["node 'cat'", "'axis' must be INT", "INTS"]),
+        (_duplicated_group(), ["node 'conv'", "'group' is given twice"]),
+        (_non_utf8_auto_pad(), ["node 'conv'", "'auto_pad'", "UTF-8"]),
+        (
+            _model([helper.make_node("TopK", ["x"], ["y", "i"], name="topk")], opset=9),
+            ["node 'topk'", "opset 9", "'k' is required"],
+        ),
+    ],
+    ids=["perm-int", "kernel-float", "axis-list", "duplicate", "string-not-utf8", "topk9-without-k"],
+)
+def test_malformed_attribute(tmp_path, capsys, model, words):
+    _refused(tmp_path, capsys, model, *words)
+
+
+# -- names -----------------------------------------------------------------------------------
+
+
+def _renamed(name: str) -> bytes:
+    """The conv model (node named 'conv', tensors 'x', 'w', 'y') with `name` made invalid UTF-8."""
+    model = _conv()
+    marker = {"x": "XXXXXX", "w": "WWWWWW", "y": "YYYYYY", "conv": "CCCCCC"}[name]
+    data = model.SerializeToString()
+    placed = onnx.ModelProto.FromString(data)
+    for node in placed.graph.node:
+        node.name = marker if node.name == name else node.name
+        node.input[:] = [marker if n == name else n for n in node.input]
+        node.output[:] = [marker if n == name else n for n in node.output]
+    for info in (*placed.graph.input, *placed.graph.output, *placed.graph.initializer):
+        info.name = marker if info.name == name else info.name
+    return placed.SerializeToString().replace(marker.encode(), marker[:3].encode() + b"\xff" + marker[4:].encode())
+
+
+@pytest.mark.parametrize("name", ["x", "w", "y", "conv"], ids=["input", "initializer", "output", "node"])
+def test_name_not_utf8(tmp_path, capsys, name):
+    _refused(tmp_path, capsys, _renamed(name), "not valid UTF-8")
+
+
+# -- nodes and the graph ---------------------------------------------------------------------
+
+
+def _two_output_constant() -> onnx.ModelProto:
+    value = numpy_helper.from_array(np.ones(2, np.float32))
+    return _model([helper.make_node("Constant", [], ["y", "z"], name="c", value=value)], inputs=[])
+
+
+def _graph_with(change: Callable[[onnx.GraphProto], None]) -> onnx.ModelProto:
+    model = _model([helper.make_node("Relu", ["x"], ["y"], name="relu")])
+    change(model.graph)
+    return model
+
+
+@pytest.mark.parametrize(
+    "model, words",
+    [
+        (_model([helper.make_node("Relu", ["x"], [], name="relu"), helper.make_node("Relu", ["x"], ["y"])]),
+         ["node 'relu'", "no outputs"]),
+        (_two_output_constant(), ["node 'c'", "2 outputs", "at most 1"]),
+        (_graph_with(lambda g: g.ClearField("output")), ["no outputs"]),
+        (_graph_with(lambda g: g.output.append(g.output[0])), ["graph output 'y'", "listed twice"]),
+        (_graph_with(lambda g: g.input.append(g.input[0])), ["graph input 'x'", "listed twice"]),
+        (
+            _graph_with(lambda g: g.value_info.append(helper.make_tensor_value_info("y", TensorProto.INT64, None))),
+            ["'y'", "INT64", "FLOAT", "conflicts"],
+        ),
+        (
+            _model([helper.make_node("Relu", ["x"], ["y"], name=n) for n in "ab"]),
+            ["node 'b'", "'y' is already defined"],
+        ),
+    ],
+    ids=["node-without-outputs", "constant-two-outputs", "no-graph-outputs", "output-twice", "input-twice",
+         "conflicting-value-info", "output-defined-twice"],
+)
+def test_malformed_graph(tmp_path, capsys, model, words):
+    _refused(tmp_path, capsys, model, *words)
+
+
+def test_model_onnxruntime_rejects_leaves_no_files(tmp_path, capsys):
+    """The importer ignores an unknown attribute; onnxruntime refuses the model before anything is written."""
+    model = _model([helper.make_node("Relu", ["x"], ["y"], name="relu", bogus=1)])
+    np.savez(tmp_path / "in.npz", x=np.ones((1, 3, 6, 6), np.float32))
+    _refused(tmp_path, capsys, model, "onnxruntime", extra=("--test-input", str(tmp_path / "in.npz")))
+
+
+# -- bytes -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        _conv().SerializeToString()[:-7],
+        _conv().SerializeToString()[:40],
+        bytes(np.random.default_rng(0).integers(0, 256, 400, dtype=np.uint8)),
+        b"\x0a\xff\xff\xff\xff\x0f",
+    ],
+    ids=["truncated-end", "truncated-start", "random", "huge-length-prefix"],
+)
+def test_corrupt_bytes(tmp_path, capsys, data):
+    _refused(tmp_path, capsys, data, "m.onnx")
