@@ -1,10 +1,11 @@
 """A command's outputs never destroy its inputs, and are written all or nothing.
 
-Every command that writes files runs inside `command_outputs` (the `@writes_outputs`
-decorator): an `files.OutputSet`, so its files go in place together when it returns and
-none when it fails or is interrupted (Ctrl-C, SIGTERM). Before its first write and its
-long work, it calls `check_paths` with every file it reads (a `.mlir`'s weight file, the
-dataset's samples too) and every file it writes (a `.mlir`'s `N_weights.npz` too).
+Every command that writes files is decorated with `@writes_outputs`: it runs inside a
+`files.OutputSet`, so its files go in place together when it returns (whatever its exit
+code) and none when it fails or is interrupted (Ctrl-C, SIGTERM). Before its first write
+and its long work, it calls `check_paths` with every file it reads (a `.mlir`'s weight
+file, the dataset's samples too) and every file it writes (a `.mlir`'s `N_weights.npz`
+too); `check_output_path` checks one output's place alone, before the inputs are read.
 `check_paths` resolves symbolic links and refuses, in one line naming both flags:
 
 - an output that is the same file as an input (it would be replaced);

@@ -11,6 +11,7 @@ from pathlib import Path
 from tpu_xdsl.errors import UsageError
 from tpu_xdsl.feeds import read_input_file
 from tpu_xdsl.frontend.preprocess import load_inputs
+from tpu_xdsl.outputs import check_output_path, check_paths, module_outputs, named, writes_outputs
 
 
 def add_parser(sub) -> None:
@@ -61,6 +62,7 @@ def _progress(total: int, desc: str):
     return tqdm(total=total, desc=desc, disable=None, leave=False, file=sys.stderr)
 
 
+@writes_outputs
 def run(args: argparse.Namespace) -> int:
 
     from tpu_xdsl.frontend.constant_inputs import parse_constant_inputs
@@ -84,10 +86,15 @@ def run(args: argparse.Namespace) -> int:
         keep_aspect_ratio=args.keep_aspect_ratio,
     )
     output = Path(args.output)
+    check_output_path("-o", args.output)
     if output.suffix != ".mlir":
         raise UsageError(f"-o {args.output}: the TOP module is written as .mlir; name it {output.stem}.mlir")
-    if not output.parent.is_dir():
-        raise UsageError(f"-o {args.output}: folder {output.parent} does not exist")
+    constant_file = args.constant_inputs if args.constant_inputs and args.constant_inputs.endswith(".npz") else None
+    check_paths(
+        [*named("--model-def", args.model_def), *named("--test-input", args.test_input),
+         *named("--constant-inputs", constant_file)],
+        [*module_outputs("-o", output), *named("--test-result", args.test_result)],
+    )
     shapes = parse_input_shapes(args.input_shapes)
     constants = parse_constant_inputs(args.constant_inputs) if args.constant_inputs else {}
     steps = 3 + (3 if args.test_input else 0)
