@@ -166,8 +166,9 @@ def assert_one_line_error(path: Path, *fragments: str, chip: str | None = None) 
 
 
 def write_raw(path: Path, header: bytes, blob: bytes, version: int = FORMAT_VERSION) -> None:
-    digest = hashlib.sha256(header + blob).digest()
-    path.write_bytes(b"TPUMODEL" + struct.pack("<IQQ", version, len(header), len(blob)) + digest + header + blob)
+    layout = b"TPUMODEL" + struct.pack("<IQQ", version, len(header), len(blob))
+    digest = hashlib.sha256(layout + header + blob).digest()
+    path.write_bytes(layout + digest + header + blob)
 
 
 def split_file(path: Path) -> tuple[dict[str, Any], bytes]:
@@ -208,7 +209,7 @@ def test_round_trip_of_every_instruction_type_is_exact(tmp_path: Path):
 def test_nan_round_trips_as_nan(tmp_path: Path):
     fill = DmaFill(0, dst=DdrView(0, "float32", (2,), (1,)), value=math.nan)
     compute = Compute(1, kind="clip", inputs=(), outputs=(), attrs={"min": [math.nan, 1.0]})
-    save_model(small_model(instructions=[fill, compute]), tmp_path / "nan.tpumodel")
+    save_model(small_model(instructions=[fill, compute], tensors=[]), tmp_path / "nan.tpumodel")
     loaded = load_model(tmp_path / "nan.tpumodel").instructions
     assert math.isnan(loaded[0].value)  # type: ignore[attr-defined]
     assert math.isnan(loaded[1].attrs["min"][0]) and loaded[1].attrs["min"][1] == 1.0  # type: ignore[attr-defined]
@@ -239,11 +240,11 @@ def test_the_byte_layout_is_the_documented_one(tmp_path: Path):
     save_model(model, path)
     data = path.read_bytes()
     magic, version, header_length, blob_length, digest = struct.unpack_from("<8sIQQ32s", data)
-    assert (magic, version) == (b"TPUMODEL", 2)
+    assert (magic, version) == (b"TPUMODEL", 3)
     assert 60 + header_length + blob_length == len(data)
     assert (60 + header_length) % 64 == 0  # the blob is 64-byte aligned
     header, blob = data[60 : 60 + header_length], data[60 + header_length :]
-    assert hashlib.sha256(header + blob).digest() == digest
+    assert hashlib.sha256(data[:28] + header + blob).digest() == digest
     assert blob == model.coefficients
     text = header.decode("utf-8")
     parsed = json.loads(text)
@@ -384,12 +385,12 @@ def test_too_short_for_the_fixed_header(saved: Path, size: int):
     assert_one_line_error(saved, "not a .tpumodel file, or truncated", f"{size} bytes", "60-byte fixed header")
 
 
-@pytest.mark.parametrize("version", [0, 1, 3, 0xFFFFFFFF])
+@pytest.mark.parametrize("version", [0, 1, 2, 4, 0xFFFFFFFF])
 def test_a_version_this_code_does_not_read(saved: Path, version: int):
     data = bytearray(saved.read_bytes())
     struct.pack_into("<I", data, 8, version)
     saved.write_bytes(bytes(data))
-    assert_one_line_error(saved, f"version {version} .tpumodel", "reads version 2", "recompile", "tpu-xdsl deploy")
+    assert_one_line_error(saved, f"version {version} .tpumodel", "reads version 3", "recompile", "tpu-xdsl deploy")
 
 
 @pytest.mark.parametrize("keep", [60, 200, -100, -1])
@@ -559,7 +560,7 @@ def test_model_summary():
         "model: toy",
         "chip: bm1684x",
         "mode: INT8",
-        "format version: 2",
+        "format version: 3",
         "instructions: 9 (DmaLoad 2, DmaStore 1, DmaCopy 1, DmaFill 2, Compute 3)",
         "engines: dma 6, compute 3",
         "DDR bytes: 768 coefficients / 17,179,869,184 total",

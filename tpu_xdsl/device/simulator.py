@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from tpu_xdsl.device import timing
+from tpu_xdsl.device.attributes import check_compute
 from tpu_xdsl.device.chip import ChipConfig
 from tpu_xdsl.device.isa import (
     Compute,
@@ -35,8 +36,10 @@ from tpu_xdsl.device.isa import (
     LocalTensor,
     numpy_dtype,
 )
+from tpu_xdsl.errors import TpuXdslError
 from tpu_xdsl.kernels import ResultSpec
 from tpu_xdsl.kernels.tpu import has_tpu_kernel, run_tpu_kernel
+from tpu_xdsl.limits import check_tensor_size
 
 
 @dataclass
@@ -87,7 +90,7 @@ def schedule(chip: ChipConfig, instructions: list[Instruction]) -> Timeline:
                 )
         engine = instruction.engine
         start = max([free[engine], *(finish[d] for d in instruction.deps)])
-        end = start + timing.cycles(chip, instruction)
+        end = start + _cycles(chip, instruction, position)
         free[engine] = end
         finish[position] = end
         scheduled.append(Scheduled(instruction, start, end))
@@ -101,6 +104,27 @@ def schedule(chip: ChipConfig, instructions: list[Instruction]) -> Timeline:
             layer.dma_cycles += end - start
             layer.dma_bytes += dma_bytes(instruction)
     return Timeline(scheduled, max(free.values()), layers)
+
+
+def _cycles(chip: ChipConfig, instruction: Instruction, position: int) -> int:
+    try:
+        return timing.cycles(chip, instruction)
+    except TpuXdslError:
+        raise
+    except Exception as e:  # operands a model file made up, that check_compute does not know to refuse
+        raise IllegalProgramError(
+            f"{_where(instruction, position)}: its operands or attributes cannot be timed "
+            f"({type(e).__name__}: {_first_line(e)}); recompile the model"
+        ) from e
+
+
+def _where(instruction: Instruction, position: int) -> str:
+    return f"instruction {position} ({type(instruction).__name__}, layer {instruction.layer or '-'})"
+
+
+def _first_line(error: BaseException) -> str:
+    text = " ".join(str(error).split())
+    return text if len(text) <= 200 else text[:197] + "..."
 
 
 def dma_bytes(instruction: Instruction) -> int:
@@ -125,6 +149,7 @@ class Device:
             raise IllegalProgramError(
                 f"the program needs {ddr_bytes} bytes of DDR; {chip.name} has {chip.ddr_bytes}"
             )
+        check_tensor_size("the program's DDR", (ddr_bytes,), 1)
         self.chip = chip
         self.ddr = np.zeros(ddr_bytes, dtype=np.uint8)
         self.lmem = np.zeros((chip.npu_num, chip.lmem_bytes), dtype=np.uint8)
@@ -252,17 +277,28 @@ class Device:
 
         def read() -> list[np.ndarray]:
             inputs = [None if r is None else r() for r in readers]
-            return run_tpu_kernel(kind, inputs, attrs, specs)
+            try:
+                return run_tpu_kernel(kind, inputs, attrs, specs)
+            except TpuXdslError:
+                raise
+            except Exception as e:  # see _kernel_failed
+                raise _kernel_failed(where, kind, e) from e
 
         def write(outputs: list[np.ndarray]) -> None:
-            for writer, value in zip(writers, outputs, strict=True):
-                writer(value)
+            try:
+                for writer, value in zip(writers, outputs, strict=True):
+                    writer(value)
+            except (ValueError, TypeError, AttributeError) as e:
+                raise _kernel_failed(where, kind, e) from e
 
         return read, write
 
     def load(self, instructions: list[Instruction]) -> Program:
-        """The program checked (dependencies, addresses, kernels), timed, and bound to this
-        device, ready to run any number of times."""
+        """The program checked (dependencies, addresses, kernels and their attributes), timed,
+        and bound to this device, ready to run any number of times."""
+        for position, instruction in enumerate(instructions):
+            if isinstance(instruction, Compute):
+                check_compute(instruction, _where(instruction, position))
         timeline = schedule(self.chip, instructions)
         halves = [self.bind(instruction) for instruction in instructions]
         events = []
@@ -280,6 +316,17 @@ class Device:
         program = self.load(instructions)
         program.run(after_write)
         return program.timeline
+
+
+def _kernel_failed(where: str, kind: str, error: Exception) -> IllegalProgramError:
+    """A kernel that raised on operands and attributes that passed check_compute: a model
+    file can still pair them in ways no compiled program does (a mode string of another op,
+    an axis past the rank, operands of mismatched shapes); the run stops with one line
+    naming the instruction, not a traceback."""
+    return IllegalProgramError(
+        f"{where}: the {kind} kernel cannot run on these operands and attributes "
+        f"({type(error).__name__}: {_first_line(error)}); recompile the model"
+    )
 
 
 def _lane_parts(lanes: np.ndarray, c: int) -> tuple[int, int, np.ndarray, np.ndarray | None]:

@@ -7,7 +7,9 @@ Layout (docs/tpumodel.md has every detail, for readers in other languages):
          8     4  format version, uint32 little endian
         12     8  header length H in bytes, uint64 little endian
         20     8  blob length B in bytes, uint64 little endian
-        28    32  SHA-256 of the H header bytes followed by the B blob bytes
+        28    32  SHA-256 of bytes 0..28 (magic, version, both lengths), then the H
+                  header bytes, then the B blob bytes: moving the header/blob
+                  boundary, or any other change, fails the check
         60     H  header: UTF-8 JSON, padded with spaces so the blob starts on a
                   multiple of 64 bytes
       60+H     B  blob: the coefficients, placed at DDR address 0
@@ -24,7 +26,8 @@ instructions is written once, and an instruction's group is an index into
 - `model`: `TpuModel` and its descriptors, `ModelFileError`;
 - `encode`: values as header JSON;
 - `validation`: a parsed header decoded and checked into a `TpuModel`;
-- `writer`: `save_model`; `reader`: `load_model`;
+- `writer`: `save_model`, and `reseal` (a file with an edited header, sealed again:
+  for tests and fuzzing); `reader`: `load_model`;
 - `summary`: `model_summary`, `instruction_lines`, `memory_map_lines`.
 """
 
@@ -50,10 +53,10 @@ from tpu_xdsl.device.model_file.summary import (
     memory_map_lines,
     model_summary,
 )
-from tpu_xdsl.device.model_file.writer import save_model
+from tpu_xdsl.device.model_file.writer import reseal, save_model
 
 __all__ = [
     "BLOB_ALIGNMENT", "DDR_VIEW_FIELDS", "FIXED_HEADER_BYTES", "FORMAT_VERSION", "INSTRUCTION_FIELDS",
     "LOCAL_TENSOR_FIELDS", "MAGIC", "GroupDesc", "IoDesc", "ModelFileError", "TensorDesc", "TpuModel",
-    "instruction_lines", "load_model", "memory_map_lines", "model_summary", "save_model",
+    "instruction_lines", "load_model", "memory_map_lines", "model_summary", "reseal", "save_model",
 ]

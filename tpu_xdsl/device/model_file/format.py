@@ -3,14 +3,19 @@ docs/tpumodel.md) and the tables that name every field of the JSON header."""
 
 from __future__ import annotations
 
+import hashlib
 import struct
 
-FORMAT_VERSION = 2
+# 3: the checksum covers the magic, version and both lengths too, so moving the
+# header/blob boundary (a shorter header, a longer blob) no longer keeps it valid.
+FORMAT_VERSION = 3
 
 MAGIC = b"TPUMODEL"
-# magic, version, header length, blob length, SHA-256 of header + blob
+# magic, version, header length, blob length, SHA-256 of the 28 bytes before it, header and blob
 FIXED = struct.Struct("<8sIQQ32s")
 FIXED_HEADER_BYTES = FIXED.size  # 60
+# The fields before the checksum: what it covers besides the header and the blob.
+LAYOUT = struct.Struct("<8sIQQ")
 BLOB_ALIGNMENT = 64
 
 DDR_VIEW_FIELDS = ("addr", "dtype", "shape", "strides")
@@ -51,3 +56,17 @@ HEADER_KEYS = (
     "name", "chip", "mode", "ddr_bytes", "inputs", "outputs", "tensors", "groups",
     "fields", "layers", "instruction_count", "attrs", "instructions",
 )
+
+
+def checksum(version: int, header: bytes, blob: bytes, magic: bytes = MAGIC) -> bytes:
+    """The SHA-256 of the layout (magic, version, header and blob lengths as the fixed header
+    packs them), the header and the blob: any change of a length fails the check."""
+    digest = hashlib.sha256(LAYOUT.pack(magic, version, len(header), len(blob)))
+    digest.update(header)
+    digest.update(blob)
+    return digest.digest()
+
+
+def seal(header: bytes, blob: bytes, version: int = FORMAT_VERSION) -> bytes:
+    """The whole file: the fixed header (its checksum computed), the header, the blob."""
+    return FIXED.pack(MAGIC, version, len(header), len(blob), checksum(version, header, blob)) + header + blob

@@ -4,7 +4,6 @@ and validated; every problem is a one-line ModelFileError naming it."""
 from __future__ import annotations
 
 import gc
-import hashlib
 import json
 import os
 import struct
@@ -20,6 +19,7 @@ from tpu_xdsl.device.model_file.format import (
     FORMAT_VERSION,
     MAGIC,
     RECOMPILE,
+    checksum,
 )
 from tpu_xdsl.device.model_file.model import ModelFileError, TpuModel
 from tpu_xdsl.device.model_file.validation import (
@@ -70,7 +70,7 @@ def _read_checked(path: Path) -> tuple[bytes, bytes]:
     try:
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
-            header_length, blob_length, checksum = _check_fixed(path, f.read(FIXED_HEADER_BYTES), size)
+            header_length, blob_length, expected = _check_fixed(path, f.read(FIXED_HEADER_BYTES), size)
             header = f.read(header_length)
             blob = f.read(blob_length)
     except FileNotFoundError as e:
@@ -79,9 +79,9 @@ def _read_checked(path: Path) -> tuple[bytes, bytes]:
         raise ModelFileError(f"{path} is a folder; give a .tpumodel file") from e
     except OSError as e:
         raise ModelFileError(f"{path}: cannot read ({e.strerror})") from e
-    digest = hashlib.sha256(header)
-    digest.update(blob)
-    if digest.digest() != checksum:
+    if len(header) != header_length or len(blob) != blob_length:  # the file shrank while it was read
+        raise ModelFileError(f"{path} is truncated: it changed while it was read; copy it again or {RECOMPILE}")
+    if checksum(FORMAT_VERSION, header, blob) != expected:
         raise ModelFileError(f"{path} is corrupt (its SHA-256 checksum does not match); {RECOMPILE}")
     return header, blob
 
@@ -106,7 +106,7 @@ def _check_fixed(path: Path, fixed: bytes, size: int) -> tuple[int, int, bytes]:
             f"{path}: not a .tpumodel file, or truncated: {size} bytes is shorter than the "
             f"{FIXED_HEADER_BYTES}-byte fixed header; {RECOMPILE}"
         )
-    _, _, header_length, blob_length, checksum = FIXED.unpack(fixed)
+    _, _, header_length, blob_length, digest = FIXED.unpack(fixed)
     expected = FIXED_HEADER_BYTES + header_length + blob_length
     if expected > size:
         raise ModelFileError(
@@ -117,7 +117,7 @@ def _check_fixed(path: Path, fixed: bytes, size: int) -> tuple[int, int, bytes]:
         raise ModelFileError(
             f"{path} is corrupt: {size - expected} unexpected bytes after the model; {RECOMPILE}"
         )
-    return header_length, blob_length, checksum
+    return header_length, blob_length, digest
 
 
 def _tagged_float(obj: dict[str, Any]) -> Any:

@@ -7,13 +7,20 @@ would refuse.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
+from tpu_xdsl.device.chip import CHIPS
 from tpu_xdsl.device.isa import (
     DTYPE_SIZES,
     INSTRUCTIONS,
+    Compute,
     DdrView,
+    DmaCopy,
+    DmaFill,
+    DmaLoad,
+    DmaStore,
     Instruction,
     LocalTensor,
 )
@@ -27,6 +34,7 @@ from tpu_xdsl.device.model_file.format import (
     TENSOR_FIELDS,
 )
 from tpu_xdsl.device.model_file.model import GroupDesc, IoDesc, TensorDesc, TpuModel
+from tpu_xdsl.limits import ResourceLimitError, check_tensor_size, max_tensor_bytes
 
 
 def show(value: Any) -> str:
@@ -49,7 +57,7 @@ def model_from_header(header: Any, blob: bytes) -> TpuModel:
     inputs, outputs, tensors = (within(key, decode_list, header[key]) for key in ("inputs", "outputs", "tensors"))
     if ddr_bytes < len(blob):
         raise ValueError(f"ddr_bytes {ddr_bytes} is less than the {len(blob)} coefficient bytes")
-    return TpuModel(
+    model = TpuModel(
         name=within("name", decode_str, header["name"]),
         chip=within("chip", decode_str, header["chip"]),
         mode=within("mode", decode_str, header["mode"]),
@@ -63,6 +71,144 @@ def model_from_header(header: Any, blob: bytes) -> TpuModel:
         version=FORMAT_VERSION,
         preprocess=_preprocess(header.get("preprocess")),
     )
+    check_model(model)
+    return model
+
+
+def check_model(model: TpuModel) -> None:
+    """What the fields say together, checked before anything runs: a known chip and mode,
+    every tensor under the size limit and inside the model's DDR (or a lane's local memory),
+    aligned to its element type, DMA sources and destinations of equal sizes, fill values
+    the destination type holds, `written_by` naming an instruction. ValueError naming the
+    field. (A compute kernel's attributes are the device's to check when it loads the
+    program: tpu_xdsl.device.attributes.)"""
+    chip = CHIPS.get(model.chip)
+    if chip is None:
+        raise ValueError(f"chip {show(model.chip)} is not a chip this tpu-xdsl knows ({', '.join(CHIPS)})")
+    if model.mode not in chip.modes:
+        raise ValueError(f"mode {show(model.mode)} is not one of {model.chip}'s modes ({', '.join(chip.modes)})")
+    if not 0 <= model.ddr_bytes < INT64:
+        raise ValueError(f"ddr_bytes {model.ddr_bytes} is negative or too large")
+    count, limit = len(model.instructions), max_tensor_bytes()
+    for role, descs in (("inputs", model.inputs), ("outputs", model.outputs), ("tensors", model.tensors)):
+        for index, desc in enumerate(descs):
+            where = f"{role}[{index}] ({show(desc.name)})"
+            _check_ddr(DdrView.contiguous(desc.addr, desc.dtype, desc.shape), model.ddr_bytes, where, limit)
+            if isinstance(desc, TensorDesc):  # its quantization is for people reading dumps: the run uses none
+                if not 0 <= desc.written_by < count:
+                    raise ValueError(f"{where}: written_by {desc.written_by} is not an instruction (0..{count - 1})")
+                continue
+            _check_scales(desc.shape, desc.dtype, desc.scales, desc.channel_axis, where)
+            if desc.scale is not None and desc.dtype not in _INTEGER_RANGES:
+                raise ValueError(f"{where}: a scale on a {desc.dtype} tensor; only integer tensors are quantized")
+    npu, eu, lmem = chip.npu_num, chip.eu_bytes, chip.lmem_bytes
+    fine: set[LocalTensor] = set()  # a program uses the same few local tensors again and again
+
+    def local(tensor: LocalTensor | None, position: int, name: str) -> None:
+        if tensor is not None and tensor not in fine:
+            _check_local(tensor, npu, eu, lmem, f"{_at(model, position)}: {name}", limit)
+            fine.add(tensor)
+
+    def ddr(view: DdrView, position: int, name: str) -> None:
+        _check_ddr(view, model.ddr_bytes, f"{_at(model, position)}: {name}", limit)
+
+    for position, instruction in enumerate(model.instructions):
+        match instruction:
+            case DmaLoad(src=src, dst=dst):
+                ddr(src, position, "src")
+                local(dst, position, "dst")
+                _check_count(math.prod(src.shape), math.prod(dst.shape4), model, position)
+            case DmaStore(src=src, dst=dst):
+                local(src, position, "src")
+                ddr(dst, position, "dst")
+                _check_count(math.prod(src.shape4), math.prod(dst.shape), model, position)
+            case DmaCopy(src=src, dst=dst):
+                ddr(src, position, "src")
+                ddr(dst, position, "dst")
+                _check_count(math.prod(src.shape), math.prod(dst.shape), model, position)
+            case DmaFill(dst=dst, value=value):
+                ddr(dst, position, "dst")
+                _check_fill(dst.dtype, value, f"{_at(model, position)}: value")
+            case Compute(inputs=inputs, outputs=outputs):
+                for index, tensor in enumerate(inputs):
+                    local(tensor, position, f"inputs[{index}]")
+                for index, tensor in enumerate(outputs):
+                    local(tensor, position, f"outputs[{index}]")
+
+
+def _at(model: TpuModel, position: int) -> str:
+    return f"instruction {position} ({type(model.instructions[position]).__name__})"
+
+
+def _check_count(src: int, dst: int, model: TpuModel, position: int) -> None:
+    if src != dst:
+        raise ValueError(f"{_at(model, position)}: src has {src} elements, dst {dst}; they must match")
+
+
+def _check_size(what: str, shape: tuple[int, ...], dtype: str, limit: int) -> None:
+    """The size limit (`limit` bytes, read once per model: reading it looks at the free
+    memory), as a ValueError: every problem of a header is one."""
+    if math.prod(shape) * DTYPE_SIZES[dtype] <= limit:
+        return
+    try:
+        check_tensor_size(what, shape, DTYPE_SIZES[dtype])
+    except ResourceLimitError as e:
+        raise ValueError(str(e)) from None
+
+
+def _check_ddr(view: DdrView, ddr_bytes: int, where: str, limit: int) -> None:
+    _check_size(where, view.shape, view.dtype, limit)
+    size, low, high = DTYPE_SIZES[view.dtype], view.addr, view.addr
+    if 0 not in view.shape:
+        for d, s in zip(view.shape, view.strides, strict=True):
+            if s < 0:
+                low += (d - 1) * s * size
+            else:
+                high += (d - 1) * s * size
+        high += size
+    if low < 0 or high > ddr_bytes:
+        raise ValueError(f"{where}: DDR bytes [{low}, {high}) are outside the model's {ddr_bytes} bytes of DDR")
+    if view.addr % DTYPE_SIZES[view.dtype]:
+        raise ValueError(f"{where}: DDR address {view.addr} is not aligned to {view.dtype}")
+
+
+def _check_local(tensor: LocalTensor, npu: int, eu: int, lmem: int, where: str, limit: int) -> None:
+    _check_size(where, tensor.shape4, tensor.dtype, limit)
+    if tensor.eu_align and tensor.addr % eu:
+        raise ValueError(f"{where}: local address {tensor.addr} is not aligned to the {eu}-byte execution units")
+    size = tensor.lane_bytes(npu, eu)
+    if tensor.addr + size > lmem:
+        raise ValueError(
+            f"{where}: {size} bytes per lane at local address {tensor.addr} do not fit the {lmem} bytes of a lane"
+        )
+
+
+def _check_scales(
+    shape: tuple[int, ...], dtype: str, scales: tuple[float, ...] | None, axis: int, where: str
+) -> None:
+    """Per-channel scales: one per channel of `channel_axis` (a scalar keeps one)."""
+    if scales is None:
+        return
+    if dtype not in _INTEGER_RANGES:
+        raise ValueError(f"{where}: per-channel scales on a {dtype} tensor; only integer tensors are quantized")
+    if not shape:
+        if len(scales) != 1:
+            raise ValueError(f"{where}: a scalar with {len(scales)} scales")
+        return
+    if not -len(shape) <= axis < len(shape):
+        raise ValueError(f"{where}: channel_axis {axis} is not an axis of shape {list(shape)}")
+    if len(scales) not in (1, shape[axis]):
+        raise ValueError(f"{where}: {len(scales)} scales for the {shape[axis]} channels of axis {axis}")
+
+
+_INTEGER_RANGES = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-(1 << 15), (1 << 15) - 1),
+                   "int32": (-(1 << 31), (1 << 31) - 1)}
+
+
+def _check_fill(dtype: str, value: float, where: str) -> None:
+    bounds = _INTEGER_RANGES.get(dtype)
+    if bounds is not None and not (math.isfinite(value) and bounds[0] <= value <= bounds[1]):
+        raise ValueError(f"{show(value)} does not fit {dtype} ({where})")
 
 
 
@@ -154,6 +300,28 @@ def _ints(value: Any) -> tuple[int, ...]:
     raise ValueError(f"expected a list of integers, got {show(value)}")
 
 
+# Integers of the file are int64 on the chip: addresses, lengths, dimensions and strides too.
+INT64 = 1 << 63
+
+
+def _dims(value: Any) -> tuple[int, ...]:
+    """A shape: a list of integers, none negative."""
+    if type(value) is list:
+        for d in value:
+            if type(d) is not int or not 0 <= d < INT64:
+                break
+        else:
+            return tuple(value)
+    raise ValueError(f"expected a list of integers from 0 (a shape), got {show(value)}")
+
+
+def _address(value: Any) -> int:
+    address = decode_int(value)
+    if not 0 <= address < INT64:
+        raise ValueError(f"address {show(address)} is negative or too large")
+    return address
+
+
 def decode_strs(value: Any) -> list[str]:
     if type(value) is not list or not set(map(type, value)) <= {str}:
         raise ValueError(f"expected a list of strings, got {show(value)}")
@@ -170,6 +338,14 @@ def _number_or_null(value: Any) -> float | None:
     return None if value is None else _number(value)
 
 
+def _scale(value: Any) -> float:
+    """A quantization scale: a finite number above 0."""
+    scale = _number(value)
+    if not (math.isfinite(scale) and scale > 0):
+        raise ValueError(f"scale {show(scale)} is not a finite number above 0")
+    return scale
+
+
 def _dtype(value: Any) -> str:
     if type(value) is not str or value not in DTYPE_SIZES:
         raise ValueError(f"unknown dtype {show(value)}")
@@ -181,11 +357,14 @@ def _ddr_view(value: Any) -> DdrView:
         raise ValueError(f"expected [addr, dtype, shape, strides], got {show(value)}")
     addr, dtype, shape, strides = value
     view = DdrView(
-        within("addr", decode_int, addr), within("dtype", _dtype, dtype),
-        within("shape", _ints, shape), within("strides", _ints, strides),
+        within("addr", _address, addr), within("dtype", _dtype, dtype),
+        within("shape", _dims, shape), within("strides", _ints, strides),
     )
     if len(view.shape) != len(view.strides):
         raise ValueError(f"{len(view.shape)} dims but {len(view.strides)} strides")
+    for stride in view.strides:
+        if not -INT64 < stride < INT64:
+            raise ValueError(f"stride {stride} is too large")
     return view
 
 
@@ -193,14 +372,17 @@ def _local_tensor(value: Any) -> LocalTensor:
     if type(value) is not list or len(value) != 5:
         raise ValueError(f"expected [addr, dtype, shape4, view, eu_align], got {show(value)}")
     addr, dtype, shape4, view, eu_align = value
-    shape4 = within("shape4", _ints, shape4)
+    shape4 = within("shape4", _dims, shape4)
     if len(shape4) != 4:
         raise ValueError(f"shape4 has {len(shape4)} dims, not 4")
     if type(eu_align) is not bool:
         raise ValueError(f"eu_align is {show(eu_align)}, not true or false")
+    view = within("view", _dims, view)
+    if math.prod(shape4) != math.prod(view):
+        raise ValueError(f"shape4 {list(shape4)} and view {list(view)} hold different numbers of elements")
     return LocalTensor(
-        within("addr", decode_int, addr), within("dtype", _dtype, dtype), shape4,  # type: ignore[arg-type]
-        within("view", _ints, view), eu_align,
+        within("addr", _address, addr), within("dtype", _dtype, dtype), shape4,  # type: ignore[arg-type]
+        view, eu_align,
     )
 
 
@@ -269,17 +451,19 @@ def check_desc(data: Any, names: tuple[str, ...], where: str) -> dict[str, Any]:
         raise ValueError(f"{where}: expected an object with the fields {', '.join(names)} (and channel_axis)")
     values = {
         "name": within(f"{where}.name", decode_str, data["name"]),
-        "shape": within(f"{where}.shape", _ints, data["shape"]),
-        "dtype": within(f"{where}.dtype", decode_str, data["dtype"]),
-        "addr": within(f"{where}.addr", decode_int, data["addr"]),
-        "scale": within(f"{where}.scale", _number_or_null, data["scale"]),
+        "shape": within(f"{where}.shape", _dims, data["shape"]),
+        "dtype": within(f"{where}.dtype", _dtype, data["dtype"]),
+        "addr": within(f"{where}.addr", _address, data["addr"]),
+        "scale": None if data["scale"] is None else within(f"{where}.scale", _scale, data["scale"]),
         "zero_point": within(f"{where}.zero_point", decode_int, data["zero_point"]),
         "scales": None,
         "channel_axis": within(f"{where}.channel_axis", decode_int, data.get("channel_axis", 1)),
     }
+    if not -(1 << 31) <= values["zero_point"] < 1 << 31:
+        raise ValueError(f"{where}.zero_point {values['zero_point']} is out of range")
     if data["scales"] is not None:
         scales = within(f"{where}.scales", decode_list, data["scales"])
-        values["scales"] = tuple(within(f"{where}.scales", _number, s) for s in scales)
+        values["scales"] = tuple(within(f"{where}.scales", _scale, s) for s in scales)
     if "written_by" in names:
         values["written_by"] = within(f"{where}.written_by", decode_int, data["written_by"])
     return values

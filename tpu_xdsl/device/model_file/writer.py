@@ -3,8 +3,9 @@ line), padded so the blob starts aligned, the checksum, written atomically."""
 
 from __future__ import annotations
 
-import hashlib
 import json
+import struct
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,14 +14,13 @@ from tpu_xdsl.device.model_file.encode import ENCODE, dumps, json_value, list_of
 from tpu_xdsl.device.model_file.format import (
     BLOB_ALIGNMENT,
     FIELDS_TABLE,
-    FIXED,
     FIXED_HEADER_BYTES,
     FORMAT_VERSION,
     GROUP_FIELDS,
     IO_FIELDS,
-    MAGIC,
     OPERANDS,
     TENSOR_FIELDS,
+    seal,
 )
 from tpu_xdsl.device.model_file.model import (
     GroupDesc,
@@ -59,15 +59,10 @@ def save_model(model: TpuModel, path: str | Path) -> None:
         header = _header_text(model).encode("utf-8")
     except ValueError as e:
         raise ValueError(f"cannot save {path}: {e}") from None
-    header += b" " * (-(FIXED_HEADER_BYTES + len(header)) % BLOB_ALIGNMENT)
-    blob = bytes(model.coefficients)
-    digest = hashlib.sha256(header)
-    digest.update(blob)
-    fixed = FIXED.pack(MAGIC, FORMAT_VERSION, len(header), len(blob), digest.digest())
+    data = seal(_padded(header), bytes(model.coefficients))
 
     def write(f) -> None:
-        for part in (fixed, header, blob):
-            f.write(part)
+        f.write(data)
 
     try:
         write_atomic(path, write, binary=True)
@@ -75,6 +70,28 @@ def save_model(model: TpuModel, path: str | Path) -> None:
         raise ModelFileError(
             f"{path}: cannot write ({e.strerror}); check that its folder exists and is writable"
         ) from e
+
+
+def _padded(header: bytes) -> bytes:
+    """The header with the spaces that start the blob on a multiple of BLOB_ALIGNMENT."""
+    return header + b" " * (-(FIXED_HEADER_BYTES + len(header)) % BLOB_ALIGNMENT)
+
+
+def reseal(data: bytes, header: Callable[[Any], Any] | bytes | str) -> bytes:
+    """`data` (a .tpumodel file's bytes) with another header, sealed as the writer seals it
+    (padded, the checksum recomputed): what a hostile user can always do, for tests and
+    fuzzing. `header` is the new header text, or a function given the parsed JSON header
+    to edit in place (or to return a replacement). The fixed header's lengths are read
+    as they are, unchecked; the blob is kept."""
+    header_length, blob_length = struct.unpack_from("<QQ", data, 12)
+    old = data[FIXED_HEADER_BYTES : FIXED_HEADER_BYTES + header_length]
+    blob = data[FIXED_HEADER_BYTES + header_length : FIXED_HEADER_BYTES + header_length + blob_length]
+    if callable(header):
+        parsed = json.loads(old)
+        replaced = header(parsed)
+        header = json.dumps(parsed if replaced is None else replaced, ensure_ascii=False)
+    text = header.encode("utf-8") if isinstance(header, str) else header
+    return seal(_padded(text), blob)
 
 
 def _header_text(model: TpuModel) -> str:
