@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests.test_cli_int8_errors import calibrated_top, int8_head_model
@@ -400,3 +401,24 @@ def test_sigkill_leaves_recognizable_temporaries_the_next_run_removes(flow, tmp_
     monkeypatch.setattr(files, "_STARTED", time.time() + 1)  # the next run starts after the kill
     assert main([str(a) for a in deploy_args(flow, tmp_path / "m_int8.tpumodel")]) == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m_int8.mlir", "m_int8.tpumodel", "m_int8_weights.npz"]
+
+
+def test_transform_output_on_the_model_external_data(tmp_path, capsys):
+    """An ONNX model's external data file is an input too."""
+    import onnx
+
+    from tests.test_cli_transform import small_cnn
+
+    model = onnx.load(small_cnn(tmp_path / "src.onnx"))
+    onnx.save(model, tmp_path / "m.onnx", save_as_external_data=True, all_tensors_to_one_file=True,
+              location="m_weights.npz", size_threshold=0)
+    x = tmp_path / "x.npz"
+    np.savez(x, image=np.zeros((1, 3, 8, 8), np.float32))
+    refused(capsys, (tmp_path,), ["transform", "--model-def", tmp_path / "m.onnx", "--model-name", "m",
+                                  "--input-shapes", "[[1,3,8,8]]", "-o", tmp_path / "m.mlir"],
+            f"{tmp_path / 'm_weights.npz'} (the weight file of -o {tmp_path / 'm.mlir'}) is the same file as "
+            f"{tmp_path / 'm_weights.npz'} (external data of --model-def {tmp_path / 'm.onnx'})")
+    refused(capsys, (tmp_path,), ["transform", "--model-def", tmp_path / "m.onnx", "--model-name", "m",
+                                  "--input-shapes", "[[1,3,8,8]]", "--test-input", x,
+                                  "--test-result", tmp_path / "m_weights.npz", "-o", tmp_path / "n.mlir"],
+            "--test-result", "is the same file as", "(external data of --model-def")

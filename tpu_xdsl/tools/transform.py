@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import argparse
 import ast
+import os
 import sys
 from pathlib import Path
 
 from tpu_xdsl.errors import UsageError
 from tpu_xdsl.feeds import read_input_file
 from tpu_xdsl.frontend.preprocess import load_inputs
-from tpu_xdsl.outputs import check_output_path, check_paths, module_outputs, named, writes_outputs
+from tpu_xdsl.outputs import Role, check_output_path, check_paths, module_outputs, named, writes_outputs
 
 
 def add_parser(sub) -> None:
@@ -90,10 +91,11 @@ def run(args: argparse.Namespace) -> int:
     if output.suffix != ".mlir":
         raise UsageError(f"-o {args.output}: the TOP module is written as .mlir; name it {output.stem}.mlir")
     constant_file = args.constant_inputs if args.constant_inputs and args.constant_inputs.endswith(".npz") else None
+    outputs = [*module_outputs("-o", output), *named("--test-result", args.test_result)]
     check_paths(
         [*named("--model-def", args.model_def), *named("--test-input", args.test_input),
-         *named("--constant-inputs", constant_file)],
-        [*module_outputs("-o", output), *named("--test-result", args.test_result)],
+         *named("--constant-inputs", constant_file), *_external_data(args.model_def, outputs)],
+        outputs,
     )
     shapes = parse_input_shapes(args.input_shapes)
     constants = parse_constant_inputs(args.constant_inputs) if args.constant_inputs else {}
@@ -148,6 +150,24 @@ def run(args: argparse.Namespace) -> int:
         print(f"wrote {args.test_result} ({len(capture.tensors)} tensors)")
     print(f"wrote {output} and {output.stem}_weights.npz")
     return 0 if ok else 1
+
+
+def _external_data(model_def: str, outputs: list[Role]) -> list[Role]:
+    """The ONNX model's external data files an output could replace. The model is parsed for
+    them only when an output already exists in the model's folder (else none can be one)."""
+    folder = os.path.realpath(Path(model_def).parent)
+    if not any(r.path.is_file() and os.path.dirname(os.path.realpath(r.path)) == folder for r in outputs):
+        return []
+    try:
+        import onnx
+        from onnx.external_data_helper import _get_all_tensors, uses_external_data
+
+        model = onnx.load_model(model_def, load_external_data=False)
+        locations = {entry.value for tensor in _get_all_tensors(model) if uses_external_data(tensor)
+                     for entry in tensor.external_data if entry.key == "location"}
+    except Exception:  # noqa: BLE001 - a model onnx cannot parse: load_model reports it in one line
+        return []
+    return [Role("--model-def", Path(folder) / location, model_def, "external data") for location in sorted(locations)]
 
 
 def _npz_test_input(path: str | None, model) -> dict | None:
