@@ -15,7 +15,12 @@ one (it is renamed when the set closes), else as a set of its own, at once.
 SIGKILL cannot be caught: a process killed that way leaves its temporaries. They are
 named `.<final name>.tpu-xdsl-tmp-<pid>-<random>` beside the final file, so they are easy
 to recognize (and to delete by hand); the next set that writes the same final file removes
-those of processes that no longer run and that are older than itself.
+those of processes that no longer run and that are older than itself. (Work folders a
+command keeps beside its outputs carry the same mark, e.g. calibrate's
+`.calibrate.tpu-xdsl-tmp-*`; those are left to delete by hand.)
+
+A rename of the final step can still fail half way (the disk is removed, the folder's
+permissions change while the command runs): the files renamed by then stay new.
 """
 
 from __future__ import annotations
