@@ -6,6 +6,7 @@ import pytest
 from tpu_xdsl.kernels.quant import (
     int8_matmul,
     quantize_multiplier,
+    quantize_multipliers,
     quantize_tensor,
     requantize,
     rounding_shift,
@@ -67,3 +68,12 @@ def test_quantize_tensor_and_symmetric_scale():
     assert symmetric_scale(2.56) == 0.02
     q = quantize_tensor(np.array([0.26, -0.26, 1.0, 100.0, 0.005, -0.005]), 0.01)
     assert q.tolist() == [26, -26, 100, 127, 1, -1]
+
+
+def test_factor_past_the_register_saturates_instead_of_growing():
+    """A rescale factor >= 2^31 (thresholds 1e38 and 3 in one table) has no right shift: the
+    largest int32 multiplier with shift 0, which saturates int8 as the true factor would."""
+    assert quantize_multiplier(2.0**40) == (2**31 - 1, 0)
+    assert quantize_multiplier(1e38 / 3) == (2**31 - 1, 0)
+    multipliers, rshift = quantize_multipliers([1e30, -2.0, 0.5])
+    assert rshift == 0 and multipliers == [2**31 - 1, -2, 1]

@@ -21,10 +21,8 @@ def is_image(path: str | Path) -> bool:
 def in_input_order(
     names: Sequence[str], inputs: Mapping[str, np.ndarray], error: type[TpuXdslError]
 ) -> list[np.ndarray]:
-    """The given arrays in the order of the model's input `names`: by name, or for a model
-    of one input, the single array whatever its key. A missing name raises `error`."""
-    if len(inputs) == 1 and len(names) == 1 and names[0] not in inputs:
-        return list(inputs.values())
+    """The given arrays in the order of the model's input `names`, matched by name (as
+    onnxruntime matches them). A missing name raises `error`."""
     missing = [n for n in names if n not in inputs]
     if missing:
         raise error(
@@ -32,6 +30,13 @@ def in_input_order(
             f"(given: {', '.join(inputs) or 'none'})"
         )
     return [inputs[n] for n in names]
+
+
+def accepts_dtype(given: np.dtype, expected: np.dtype) -> bool:
+    """Whether data of dtype `given` may feed an input of dtype `expected`: the same dtype,
+    or float32 data for any float input (an F16 or BF16 model casts it as its ONNX original
+    took float32). float64 data for a float32 input is refused, as onnxruntime refuses it."""
+    return given == expected or (given == np.float32 and expected.kind in "fV")
 
 
 def read_input_file(path: str, names: list[str], image: Callable[[Path], np.ndarray | None]) -> dict:

@@ -151,4 +151,12 @@ class SampleLoader:
         except TpuXdslError as e:
             message = str(e)
             raise DatasetError(message if message.startswith(str(path)) else f"{path}: {message}") from e
-        return dict(zip(input_names(self.module), arranged, strict=True))
+        sample = dict(zip(input_names(self.module), arranged, strict=True))
+        for name, value in sample.items():
+            if value.dtype.kind == "f" and not np.isfinite(value).all():
+                bad = int(value.size - np.count_nonzero(np.isfinite(value)))
+                raise DatasetError(
+                    f"{path}: input '{name}' has {bad} NaN or infinite value(s) of {value.size}; "
+                    "calibration needs the finite data the model will see: fix or remove the sample"
+                )
+        return sample

@@ -21,7 +21,7 @@ from tpu_xdsl.device.isa import Compute, DdrView, numpy_dtype
 from tpu_xdsl.device.model_file import GroupDesc, IoDesc, TensorDesc, TpuModel
 from tpu_xdsl.device.simulator import Device, Scheduled, Timeline, dma_bytes
 from tpu_xdsl.errors import TpuXdslError
-from tpu_xdsl.feeds import in_input_order
+from tpu_xdsl.feeds import accepts_dtype, in_input_order
 from tpu_xdsl.kernels.quant import ChannelQParams, QParams
 
 
@@ -63,8 +63,10 @@ def _arrange(model: TpuModel, inputs: Mapping[str, np.ndarray]) -> list[np.ndarr
         qparams = qparams_of(desc)
         if qparams is not None and value.dtype.kind == "f":
             value = qparams.quantize(value)
-        elif value.dtype != dtype and not (value.dtype.kind == "f" and dtype.kind in "fV"):
-            raise DeviceInputError(f"input '{desc.name}' has dtype {value.dtype}, the model expects {desc.dtype}")
+        elif not accepts_dtype(value.dtype, dtype):
+            raise DeviceInputError(
+                f"input '{desc.name}' has dtype {value.dtype}, the model expects {dtype}; save it as {dtype}"
+            )
         arranged.append(value.astype(dtype))
     return arranged
 

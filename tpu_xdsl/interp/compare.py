@@ -63,15 +63,30 @@ class TensorComparison:
         return self.cosine >= tol.cosine and self.euclidean >= tol.euclidean
 
 
+def _squeezed(shape: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(d for d in shape if d != 1)
+
+
+def _numeric(dtype: np.dtype) -> bool:
+    """Numbers numpy can turn into float64 (bfloat16 and the float8s of ml_dtypes are kind V)."""
+    return dtype.kind in "biuf" or (dtype.kind == "V" and dtype.itemsize <= 2 and dtype.names is None)
+
+
 def compare_tensors(name: str, reference: np.ndarray, actual: np.ndarray) -> TensorComparison:
     reference, actual = np.asarray(reference), np.asarray(actual)
     shape = tuple(reference.shape)
     if reference.shape != actual.shape:
-        if reference.size == actual.size:
+        if _squeezed(reference.shape) == _squeezed(actual.shape):  # [1, 5] against [5]: the same values
             actual = actual.reshape(reference.shape)
         else:
             return TensorComparison(name, shape, str(reference.dtype), math.nan, math.nan, math.nan, math.nan, None,
                                     f"shape {list(actual.shape)} vs reference {list(reference.shape)}")
+    if not (_numeric(reference.dtype) and _numeric(actual.dtype)):
+        # Strings or objects: equal or not, no metric.
+        if reference.dtype.kind == actual.dtype.kind and np.array_equal(reference, actual):
+            return TensorComparison(name, shape, str(reference.dtype), 1.0, 1.0, math.inf, 0.0, True)
+        return TensorComparison(name, shape, str(reference.dtype), math.nan, math.nan, math.nan, math.nan, None,
+                                f"{actual.dtype} vs reference {reference.dtype}: not numbers, and not equal")
     integer = reference.dtype.kind in "iub" and actual.dtype.kind in "iub"
     a = reference.astype(np.float64).ravel()
     b = actual.astype(np.float64).ravel()

@@ -18,7 +18,7 @@ from tpu_xdsl.calibration.model_scales import (
 from tpu_xdsl.dialects.module import input_names, main_func, output_names, tensor_names
 from tpu_xdsl.dialects.quant_types import qparams_of
 from tpu_xdsl.errors import TpuXdslError
-from tpu_xdsl.feeds import in_input_order
+from tpu_xdsl.feeds import accepts_dtype, in_input_order
 from tpu_xdsl.interp.top_interpreter import ModelRounding, TopFunctions
 from tpu_xdsl.interp.tpu_interpreter import TpuFunctions, TpuGroupFunctions
 from tpu_xdsl.kernels.dtypes import numpy_dtype
@@ -65,9 +65,9 @@ def arrange_inputs(module: ModuleOp, inputs: Mapping[str, np.ndarray]) -> list[n
         if qparams is not None and value.dtype.kind == "f":
             # An INT8 input (quant_input): float data is quantized as the chip's runtime does.
             value = qparams.quantize(value)
-        if value.dtype != dtype and not (value.dtype.kind == dtype.kind == "f"):
+        if not accepts_dtype(value.dtype, dtype):
             raise InputMismatchError(
-                f"input '{name}' has dtype {value.dtype}, the model expects {dtype}"
+                f"input '{name}' has dtype {value.dtype}, the model expects {dtype}; save it as {dtype}"
             )
         arranged.append(value.astype(dtype, copy=False))
     return arranged

@@ -45,9 +45,11 @@ def quantize_multiplier(scale: float, bits: int = 31) -> tuple[int, int]:
     if multiplier == 1 << bits:  # rounding overflowed the mantissa
         multiplier //= 2
         rshift -= 1
-    while rshift < 0:  # scales >= 2^bits cannot be a right shift: saturate the shift
-        multiplier <<= 1
-        rshift += 1
+    if rshift < 0:
+        # A factor >= 2^bits (a calibration table with thresholds far apart): the largest
+        # multiplier with no shift. The chip's multiplier register holds `bits` bits, and any
+        # nonzero integer times 2^bits - 1 saturates the narrow output as the true factor would.
+        return (1 << bits) - 1, 0
     while rshift > 63:
         multiplier >>= 1
         rshift -= 1
@@ -333,7 +335,8 @@ def quantize_multipliers(scales: np.ndarray | list[float], bits: int = 31) -> tu
     if largest == 0:
         return [0] * len(values), 0
     _, rshift = quantize_multiplier(largest, bits)
-    multipliers = [int(np.sign(v) * math.floor(abs(v) * 2.0**rshift + 0.5)) for v in values]
+    top = (1 << bits) - 1  # see quantize_multiplier: a factor past the register saturates
+    multipliers = [int(np.sign(v) * min(math.floor(abs(v) * 2.0**rshift + 0.5), top)) for v in values]
     return multipliers, rshift
 
 

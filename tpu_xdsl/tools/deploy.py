@@ -191,6 +191,10 @@ def deploy(args: argparse.Namespace) -> int:
         raise TpuXdslError(f"{args.model}: module.state is {state}; deploy takes a TOP module from transform")
     calibrated = str(state).strip('"') == CALIBRATED_STATE
     table = read_table(args.calibration_table) if args.calibration_table else None
+    if args.quantize_table:  # a line it cannot use is said before what INT8 needs
+        from tpu_xdsl.transforms.lower_top_to_tpu import check_quantize_table
+
+        check_quantize_table(module, args.quantize_table, chip.name)
     if table is None and not calibrated and int8:
         stem = Path(args.model).stem
         raise UsageError(

@@ -110,6 +110,17 @@ def lowered_chip(module: ModuleOp, accepted: Collection[str], takes: str, error:
     return chip.data
 
 
+def _lowered_names(module: ModuleOp) -> list[str]:
+    """The tensor names of the ops lowering gives a mode: those a quantize table may name."""
+    ops = main_func(module).body.block.ops
+    return [n for o in ops if o.name not in _KEEP and o.name.startswith("top.") for n in tensor_names(o)]
+
+
+def check_quantize_table(module: ModuleOp, path: str, chip_name: str) -> None:
+    """Read the quantize table at `path` for `module`: a one-line error for a line it cannot use."""
+    read_quantize_table(path, _lowered_names(module), chip_config(chip_name))
+
+
 def lower_top_to_tpu(
     module: ModuleOp,
     mode: str,
@@ -127,8 +138,7 @@ def lower_top_to_tpu(
     state = module.attributes.get("module.state")
     if isinstance(state, StringAttr) and not state.data.startswith("TOP"):
         raise LoweringError(f"module.state is {state.data}: lower-top-to-tpu takes a TOP module")
-    ops = main_func(module).body.block.ops
-    names = [n for o in ops if o.name not in _KEEP and o.name.startswith("top.") for n in tensor_names(o)]
+    names = _lowered_names(module)
     if isinstance(qtable, Mapping):
         table = dict(qtable)
     else:

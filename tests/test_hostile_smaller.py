@@ -1,0 +1,95 @@
+"""The smaller hostile cases of issue 17: compare of strings and of transposed tensors, inputs
+of the wrong name or dtype, a calibration threshold of 1e38, all-NaN calibration samples, a
+quantize table naming an unknown op, and the resource bounds of the flags."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.test_cli_int8_errors import Top, assert_fails_cleanly, calibrated_top, run
+from tests.test_cli_transform import small_cnn
+from tpu_xdsl.interp.compare import compare_tensors
+
+
+@pytest.fixture(scope="module")
+def top(tmp_path_factory) -> Top:
+    folder = tmp_path_factory.mktemp("top")
+    return calibrated_top(folder, small_cnn(folder / "m.onnx"), "m")
+
+
+def test_compare_same_name_transposed_shapes_fails(tmp_path, capsys):
+    """(2,3) against (3,2): the same size, not the same tensor; [1,6] against [6] is."""
+    a = np.arange(6, dtype=np.float32)
+    np.savez(tmp_path / "r.npz", t=a.reshape(2, 3), s=a.reshape(1, 6))
+    np.savez(tmp_path / "a.npz", t=a.reshape(3, 2), s=a)
+    code, out, _ = run(capsys, "compare", tmp_path / "r.npz", tmp_path / "a.npz")
+    assert code == 1
+    assert "shape [3, 2] vs reference [2, 3]" in out
+    assert compare_tensors("s", a.reshape(1, 6), a).cosine == 1.0
+
+
+def test_compare_string_tensors_equal_or_not(tmp_path, capsys):
+    np.savez(tmp_path / "r.npz", labels=np.array(["cat", "dog"]), x=np.ones(3, np.float32))
+    np.savez(tmp_path / "same.npz", labels=np.array(["cat", "dog"]), x=np.ones(3, np.float32))
+    np.savez(tmp_path / "other.npz", labels=np.array(["cat", "cow"]), x=np.ones(3, np.float32))
+    code, out, err = run(capsys, "compare", tmp_path / "r.npz", tmp_path / "same.npz")
+    assert code == 0 and "internal error" not in err
+    code, out, err = run(capsys, "compare", tmp_path / "r.npz", tmp_path / "other.npz")
+    assert code == 1 and "not numbers, and not equal" in out
+
+
+def test_single_input_npz_with_another_name_is_refused(top, tmp_path, capsys):
+    np.savez(tmp_path / "x.npz", pixels=np.zeros((1, 3, 8, 8), np.float32))
+    assert_fails_cleanly(capsys, (top.folder, tmp_path), ["run", top.mlir, "--input", tmp_path / "x.npz",
+                                                           "--output", tmp_path / "y.npz"],
+                         "missing input(s) image", "given: pixels")
+
+
+def test_float64_input_for_a_float32_model_is_refused(top, tmp_path, capsys):
+    np.savez(tmp_path / "x.npz", image=np.zeros((1, 3, 8, 8), np.float64))
+    assert_fails_cleanly(capsys, (top.folder, tmp_path), ["run", top.mlir, "--input", tmp_path / "x.npz",
+                                                           "--output", tmp_path / "y.npz"],
+                         "input 'image' has dtype float64", "float32")
+
+
+def test_float64_input_is_refused_by_the_device_too(top, tmp_path, capsys):
+    model = tmp_path / "m.tpumodel"
+    code, _, err = run(capsys, "deploy", top.mlir, "--quantize", "F16", "-o", model)
+    assert code == 0, err
+    np.savez(tmp_path / "x.npz", image=np.zeros((1, 3, 8, 8), np.float64))
+    assert_fails_cleanly(capsys, (top.folder, tmp_path), ["run", model, "--input", tmp_path / "x.npz",
+                                                           "--output", tmp_path / "y.npz"],
+                         "input 'image' has dtype float64")
+
+
+def test_threshold_1e38_deploys_and_saturates(top, tmp_path, capsys):
+    """A threshold far from its neighbours' makes a rescale factor past the 31-bit multiplier:
+    it saturates as the chip would (an honest, bad model), never an internal error."""
+    lines = top.table.read_text().splitlines()
+    big = [" ".join([ln.split()[0], "1e38", ln.split()[2], "1e38"]) if ln.startswith("relu ") else ln for ln in lines]
+    assert big != lines
+    (tmp_path / "big.cal").write_text("\n".join(big) + "\n")
+    code, _, err = run(capsys, "deploy", top.mlir, "--quantize", "INT8", "--calibration-table",
+                         tmp_path / "big.cal", "--test-input", top.x, "--test-reference", top.reference,
+                         "-o", tmp_path / "d.mlir")
+    assert code == 1, err  # the comparison fails: relu's scale is absurd
+    assert "internal error" not in err and "Traceback" not in err
+
+
+def test_all_nan_samples_are_refused(top, tmp_path, capsys):
+    data = tmp_path / "nan"
+    data.mkdir()
+    for i in range(2):
+        np.savez(data / f"s{i}.npz", image=np.full((1, 3, 8, 8), np.nan, np.float32))
+    assert_fails_cleanly(capsys, (top.folder, tmp_path), ["calibrate", top.mlir, "--dataset", data, "-o",
+                                                           tmp_path / "t.cal"],
+                         "s0.npz", "NaN or infinite", "finite data")
+
+
+def test_quantize_table_unknown_op_is_said_before_the_missing_calibration_table(top, tmp_path, capsys):
+    (tmp_path / "q.txt").write_text("nosuchop F16\n")
+    assert_fails_cleanly(capsys, (top.folder, tmp_path), ["deploy", top.mlir, "--quantize", "INT8",
+                                                           "--quantize-table", tmp_path / "q.txt",
+                                                           "-o", tmp_path / "d.mlir"],
+                         "no op named 'nosuchop'")
