@@ -120,6 +120,10 @@ def test_an_output_through_a_symbolic_link_to_an_input(flow, tmp_path, capsys):
     page.symlink_to(flow.x)
     refused(capsys, (flow.folder, tmp_path), ["report", flow.mlir, "--input", flow.x, "-o", page],
             f"-o {page} is the same file as --input")
+    hard = tmp_path / "hard.npz"
+    os.link(flow.x, hard)  # another name of the same file
+    refused(capsys, (flow.folder, tmp_path), ["run", flow.model, "--input", flow.x, "--output", hard],
+            f"--output {hard} is the same file as --input {flow.x}")
     linked_folder = tmp_path / "here"
     linked_folder.symlink_to(flow.folder)
     refused(capsys, (flow.folder, tmp_path),
