@@ -248,8 +248,9 @@ def test_malformed_attribute(tmp_path, capsys, model, words):
 # -- names -----------------------------------------------------------------------------------
 
 
-def _renamed(name: str) -> bytes:
-    """The conv model (node named 'conv', tensors 'x', 'w', 'y') with `name` made invalid UTF-8."""
+def _renamed(name: str, bad: bytes = b"\xff") -> bytes:
+    """The conv model (node named 'conv', tensors 'x', 'w', 'y') with `name` made invalid UTF-8
+    (or holding the byte `bad`)."""
     model = _conv()
     marker = {"x": "XXXXXX", "w": "WWWWWW", "y": "YYYYYY", "conv": "CCCCCC"}[name]
     data = model.SerializeToString()
@@ -260,12 +261,24 @@ def _renamed(name: str) -> bytes:
         node.output[:] = [marker if n == name else n for n in node.output]
     for info in (*placed.graph.input, *placed.graph.output, *placed.graph.initializer):
         info.name = marker if info.name == name else info.name
-    return placed.SerializeToString().replace(marker.encode(), marker[:3].encode() + b"\xff" + marker[4:].encode())
+    return placed.SerializeToString().replace(marker.encode(), marker[:3].encode() + bad + marker[4:].encode())
 
 
 @pytest.mark.parametrize("name", ["x", "w", "y", "conv"], ids=["input", "initializer", "output", "node"])
 def test_name_not_utf8(tmp_path, capsys, name):
     _refused(tmp_path, capsys, _renamed(name), "not valid UTF-8")
+
+
+@pytest.mark.parametrize("name", ["w", "conv"], ids=["initializer", "node"])
+def test_name_with_a_newline(tmp_path, capsys, name):
+    """A newline in a name would split the one-line error and the .mlir that names it."""
+    _refused(tmp_path, capsys, _renamed(name, b"\n"), "control character")
+
+
+def test_opset_below_one(tmp_path, capsys):
+    model = _conv()
+    model.opset_import[0].version = -1
+    _refused(tmp_path, capsys, model, "opset version -1")
 
 
 # -- nodes and the graph ---------------------------------------------------------------------
@@ -305,6 +318,13 @@ def _graph_with(change: Callable[[onnx.GraphProto], None]) -> onnx.ModelProto:
 )
 def test_malformed_graph(tmp_path, capsys, model, words):
     _refused(tmp_path, capsys, model, *words)
+
+
+def test_float_shape_input(tmp_path, capsys):
+    """A Reshape target of NaNs would reach int(); its element type is refused first."""
+    shape = numpy_helper.from_array(np.array([np.nan, 1.0]), "shape")
+    model = _model([helper.make_node("Reshape", ["x", "shape"], ["y"], name="rs")], initializers=[shape])
+    _refused(tmp_path, capsys, model, "node 'rs'", "input 1 'shape'", "DOUBLE")
 
 
 def test_model_onnxruntime_rejects_leaves_no_files(tmp_path, capsys):

@@ -47,6 +47,9 @@ _TYPED_FIELD: dict[int, str] = {
 }
 _VALUE_FIELDS = ("float_data", "double_data", "int32_data", "int64_data", "uint64_data", "string_data")
 
+_INTEGER_TENSORS = frozenset(
+    f"tensor({w})" for w in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+)
 # The field holding each attribute type's value (scalars are optional fields, lists repeated).
 _ATTR_FIELDS = {
     AttributeProto.FLOAT: "f", AttributeProto.INT: "i", AttributeProto.STRING: "s",
@@ -74,15 +77,18 @@ def _attr_type_name(attr_type: int) -> str:
 
 def _show(name: object) -> str:
     """A name for a message: itself if it is text, else its bytes escaped."""
-    if isinstance(name, str):
+    if isinstance(name, str) and name.isprintable():
         return name if len(name) <= 80 else name[:77] + "..."
     return repr(name)[:80]
 
 
 def _text(name: object, what: str) -> str:
-    """`name` (protobuf gives invalid UTF-8 in a string field as bytes) or an error."""
+    """`name` (protobuf gives invalid UTF-8 in a string field as bytes) or an error; a control
+    character (a newline...) would break the one-line messages and the .mlir that name it."""
     if not isinstance(name, str):
         raise InvalidModelError(f"{what} {_show(name)} is not valid UTF-8 text; rename it in the model")
+    if not name.isprintable() and any(ord(c) < 32 or 127 <= ord(c) < 160 for c in name):
+        raise InvalidModelError(f"{what} {name[:80]!r} holds a control character; rename it in the model")
     return name
 
 
@@ -193,6 +199,8 @@ def validate_model(model: onnx.ModelProto, where: str = "model") -> None:
     opsets: dict[str, int] = {}
     for opset in model.opset_import:
         domain = _text(opset.domain, f"{where}: opset domain")
+        if opset.version < 1:
+            raise InvalidModelError(f"{where}: opset version {opset.version} of domain '{domain}' is not >= 1")
         opsets["" if domain == "ai.onnx" else domain] = opset.version
     graph = model.graph
     if not graph.output:
@@ -202,6 +210,7 @@ def validate_model(model: onnx.ModelProto, where: str = "model") -> None:
 
 def _check_graph(graph: onnx.GraphProto, opsets: Mapping[str, int], prefix: str, top: bool) -> None:
     label = "graph" if top else f"subgraph '{_show(graph.name)}'"
+    _text(graph.name, f"{prefix}{label} name")
     _unique(graph.input, f"{prefix}{label} input")
     _unique(graph.output, f"{prefix}{label} output")
     _unique(graph.initializer, f"{prefix}initializer")
@@ -218,8 +227,14 @@ def _check_graph(graph: onnx.GraphProto, opsets: Mapping[str, int], prefix: str,
         name = _show(graph.sparse_initializer[0].values.name)
         raise InvalidModelError(f"{prefix}sparse initializer '{name}' is not supported; store it dense")
     defined = {v.name for v in graph.input} | {t.name for t in graph.initializer}
+    # Element types known without running anything: the inputs', initializers' and Constants'.
+    known = {v.name: v.type.tensor_type.elem_type for v in graph.input if v.type.tensor_type.elem_type}
+    known.update((t.name, t.data_type) for t in graph.initializer)
     for node in graph.node:
-        _check_node(node, opsets, prefix, defined)
+        _check_node(node, opsets, prefix, defined, known)
+        value = next((a.t for a in node.attribute if a.name == "value" and a.HasField("t")), None)
+        if node.op_type == "Constant" and value is not None and node.output:
+            known[node.output[0]] = value.data_type
 
 
 def _unique(items: Iterable, what: str) -> None:
@@ -315,7 +330,9 @@ def _check_tensor(tensor: TensorProto, what: str) -> None:
         raise InvalidModelError(f"{what}: a {type_text} tensor holds values in {others[0]}; the file is corrupt")
 
 
-def _check_node(node: onnx.NodeProto, opsets: Mapping[str, int], prefix: str, defined: set[str]) -> None:
+def _check_node(
+    node: onnx.NodeProto, opsets: Mapping[str, int], prefix: str, defined: set[str], known: Mapping[str, int]
+) -> None:
     op_type = _text(node.op_type, f"{prefix}op type")
     name = _text(node.name, f"{prefix}node name ({op_type})")
     domain = _text(node.domain, f"{prefix}node '{name}' domain")
@@ -339,7 +356,7 @@ def _check_node(node: onnx.NodeProto, opsets: Mapping[str, int], prefix: str, de
             raise InvalidModelError(f"{where}: attribute '{attr_name}' is given twice")
         seen.add(attr_name)
         _check_attribute(attr, f"{where}: attribute '{attr_name}'", opsets, prefix)
-    _check_schema(node, domain, opsets, where)
+    _check_schema(node, domain, opsets, where, known)
 
 
 def _check_attribute(attr: AttributeProto, what: str, opsets: Mapping[str, int], prefix: str) -> None:
@@ -373,9 +390,13 @@ def _check_attribute(attr: AttributeProto, what: str, opsets: Mapping[str, int],
         _check_graph(sub, opsets, prefix, top=False)
 
 
-def _check_schema(node: onnx.NodeProto, domain: str, opsets: Mapping[str, int], where: str) -> None:
+def _check_schema(
+    node: onnx.NodeProto, domain: str, opsets: Mapping[str, int], where: str, known: Mapping[str, int]
+) -> None:
     """Attributes typed as the op's ONNX schema at the model's opset says, required ones
-    present, and no more inputs or outputs than the schema allows."""
+    present, no more inputs or outputs than the schema allows, and inputs of known element
+    type (initializers, Constants, graph inputs) that must be integers (shapes, axes, indices) of
+    an integer type."""
     opset = opsets.get(domain, opsets.get("", 1) if domain == "" else None)
     if opset is None or opset < 1:
         return
@@ -412,6 +433,22 @@ def _check_schema(node: onnx.NodeProto, domain: str, opsets: Mapping[str, int], 
         raise InvalidModelError(
             f"{where} has {len(node.output)} outputs; the op has at most {schema.max_output}"
         )
+    if not schema.inputs:
+        return
+    allowed_by = {c.type_param_str: set(c.allowed_type_strs) for c in schema.type_constraints}
+    for i, name in enumerate(node.input):
+        if not name or name not in known:
+            continue
+        formal = schema.inputs[min(i, len(schema.inputs) - 1)]
+        allowed = allowed_by.get(formal.type_str, {formal.type_str})
+        given = f"tensor({type_name(known[name]).lower()})"
+        # Only index-like inputs (shapes, axes, indices, counts), which rules read as Python ints;
+        # data inputs may take more types than the schema lists (legacy models that run here).
+        if given not in allowed and allowed <= _INTEGER_TENSORS:
+            raise InvalidModelError(
+                f"{where}: input {i} '{name}' ({formal.name}) is {type_name(known[name])}, which the op "
+                f"does not take at this opset"
+            )
 
 
 # -- the reference ---------------------------------------------------------------------------
