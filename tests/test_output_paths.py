@@ -392,8 +392,8 @@ def test_sigterm_leaves_the_old_outputs_and_no_temporary(flow, tmp_path):
     (tmp_path / "m_int8.tpumodel").write_bytes(b"an old model")  # to tell the old file from a new one
     before = contents(tmp_path)
     done = _deploy_stopped(flow, tmp_path, signal.SIGTERM)
-    assert done.returncode == 130, done.stderr
-    assert done.stderr.strip() == "tpu-xdsl: interrupted", done.stderr
+    assert done.returncode == 143, done.stderr
+    assert done.stderr.strip() == "tpu-xdsl: terminated", done.stderr
     assert contents(tmp_path) == before
 
 

@@ -174,7 +174,9 @@ def path_cases(seed: SeedFiles) -> list[Case]:
          "tpu-xdsl"),
         ("transform --test-result = its own weight file",
          transform + ["--test-result", "{o}/m_weights.npz", "-o", "{o}/m.mlir"], "tpu-xdsl"),
-        ("transform -o over an input module's weights", transform + ["-o", "{i}/m.mlir"], "tpu-xdsl"),
+        ("transform -o r.mlir whose r_weights.npz is the test input",
+         ["transform", "--model-name", "m", "--model-def", "{i}/m.onnx", "--test-input", "{i}/r_weights.npz",
+          "-o", "{i}/r.mlir"], "tpu-xdsl"),
         ("transform --test-result via a symlink to the model",
          transform + ["--test-result", "{i}/link.npz", "-o", "{o}/m.mlir"], "tpu-xdsl"),
         ("transform -o in a missing folder", transform + ["-o", "{o}/missing/m.mlir"], "tpu-xdsl"),
@@ -211,10 +213,12 @@ def path_cases(seed: SeedFiles) -> list[Case]:
     for name, words, tool in table:
         if "read-only" in name and os.geteuid() == 0:
             continue
-        if name == "deploy -o r.mlir whose r_weights.npz is the test reference":
-            def prep(i: Path) -> None:
+        if "r_weights.npz" in name:
+            source = "m_top.npz" if "test reference" in name else "x.npz"
+
+            def prep(i: Path, source=source) -> None:
                 prepare(i)
-                shutil.copy(i / "m_top.npz", i / "r_weights.npz")
+                shutil.copy(i / source, i / "r_weights.npz")
         else:
             prep = prepare
 

@@ -109,9 +109,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"tpu-xdsl: error: {e}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("tpu-xdsl: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:
+        from tpu_xdsl.files import Terminated
+
+        # Ctrl-C and SIGTERM end as a shell reports a process they end: 128 + the signal.
+        terminated = isinstance(e, Terminated)
+        print(f"tpu-xdsl: {'terminated' if terminated else 'interrupted'}", file=sys.stderr)
+        return 143 if terminated else 130
     except BrokenPipeError:  # the reader of our output went away (| head): not an error
         sys.stderr.close()
         return 0
