@@ -93,3 +93,30 @@ def test_quantize_table_unknown_op_is_said_before_the_missing_calibration_table(
                                                            "--quantize-table", tmp_path / "q.txt",
                                                            "-o", tmp_path / "d.mlir"],
                          "no op named 'nosuchop'")
+
+
+def test_histogram_bins_are_bounded(top, tmp_path, capsys):
+    data = tmp_path / "data"
+    data.mkdir()
+    np.savez(data / "s0.npz", image=np.zeros((1, 3, 8, 8), np.float32))
+    assert_fails_cleanly(capsys, (top.folder, tmp_path), ["calibrate", top.mlir, "--dataset", data,
+                                                           "--histogram-bins", "1000000000", "-o", tmp_path / "t.cal"],
+                         "--histogram-bins 1000000000", "2048")
+
+
+def test_resize_dims_are_bounded(tmp_path, capsys):
+    model = small_cnn(tmp_path / "m.onnx")
+    assert_fails_cleanly(capsys, (tmp_path,), ["transform", "--model-def", model, "--model-name", "m",
+                                               "--resize-dims", "60000,60000", "-o", tmp_path / "m.mlir"],
+                         "--resize-dims", "at most 16384")
+
+
+def test_an_image_past_pillows_pixel_limit_is_refused(top, tmp_path, capsys, monkeypatch):
+    """A decompression bomb: Pillow's warning (past its limit) is an error here, not a stray line."""
+    from PIL import Image
+
+    Image.new("RGB", (64, 64)).save(tmp_path / "big.png")
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 1000)
+    assert_fails_cleanly(capsys, (top.folder, tmp_path), ["run", top.mlir, "--input", tmp_path / "big.png",
+                                                           "--output", tmp_path / "y.npz"],
+                         "big.png", "too large to decode safely")

@@ -9,6 +9,7 @@ size, normalized as y = (x - mean) * scale per channel, and laid out as
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -20,6 +21,7 @@ from tpu_xdsl.dialects.attr_values import from_py, to_py
 from tpu_xdsl.dialects.module import input_names, main_func
 from tpu_xdsl.errors import TpuXdslError
 from tpu_xdsl.feeds import read_input_file
+from tpu_xdsl.limits import MAX_IMAGE_SIDE
 
 PIXEL_FORMATS = ("rgb", "bgr", "gray")
 CHANNEL_FORMATS = ("nchw", "nhwc")
@@ -53,6 +55,8 @@ class Preprocess:
                 )
         if self.resize_dims is not None and (len(self.resize_dims) != 2 or min(self.resize_dims) <= 0):
             raise PreprocessError(f"--resize-dims {self.resize_dims}: give two positive sizes, height,width")
+        if self.resize_dims is not None and max(self.resize_dims) > MAX_IMAGE_SIDE:
+            raise PreprocessError(f"--resize-dims {self.resize_dims}: give sides of at most {MAX_IMAGE_SIDE} pixels")
 
     @property
     def channels(self) -> int:
@@ -106,10 +110,15 @@ class Preprocess:
                 f"{self.pixel_format} gives {self.channels}"
             )
         try:
-            with Image.open(path) as image:
-                image = image.convert("L" if self.pixel_format == "gray" else "RGB")
-                pixels = self._resize(image, h, w)
-        except (UnidentifiedImageError, OSError, ValueError) as e:
+            with warnings.catch_warnings():
+                # Pillow warns of an image past its pixel limit and refuses one past twice it: both refused here.
+                warnings.simplefilter("error", Image.DecompressionBombWarning)
+                with Image.open(path) as image:
+                    image = image.convert("L" if self.pixel_format == "gray" else "RGB")
+                    pixels = self._resize(image, h, w)
+        except (Image.DecompressionBombWarning, Image.DecompressionBombError) as e:
+            raise PreprocessError(f"{path}: the image is too large to decode safely ({e}); give a smaller image") from e
+        except (UnidentifiedImageError, OSError, ValueError, SyntaxError) as e:
             raise PreprocessError(f"{path}: cannot decode image ({e}); use a JPEG/PNG/BMP file") from e
         return self.normalize(pixels, input_shape[0])
 

@@ -104,6 +104,7 @@ def default_jobs(samples: int) -> int:
 
 def check_args(args: argparse.Namespace) -> None:
     from tpu_xdsl.calibration.thresholds import KL_LEVELS, METHODS
+    from tpu_xdsl.limits import MAX_HISTOGRAM_BINS
 
     if (args.dataset is None) == (args.data_list is None):
         raise CalibrateUsageError("give the samples with exactly one of --dataset DIR or --data-list FILE")
@@ -113,8 +114,9 @@ def check_args(args: argparse.Namespace) -> None:
         raise CalibrateUsageError(f"--input-num {args.input_num}: calibrate on at least 1 sample")
     if args.tune_num < 0:
         raise CalibrateUsageError(f"--tune-num {args.tune_num}: give 0 (no tuning) or more tensors")
-    if args.histogram_bins < KL_LEVELS:
-        raise CalibrateUsageError(f"--histogram-bins {args.histogram_bins}: give at least {KL_LEVELS}")
+    if not KL_LEVELS <= args.histogram_bins <= MAX_HISTOGRAM_BINS:
+        raise CalibrateUsageError(f"--histogram-bins {args.histogram_bins}: give {KL_LEVELS} to {MAX_HISTOGRAM_BINS} "
+                                  "(the default 2048 is TPU-MLIR's)")
     if args.jobs is not None and args.jobs < 1:
         raise CalibrateUsageError(f"--jobs {args.jobs}: give 1 or more worker processes")
     output = Path(args.output)
