@@ -208,11 +208,11 @@ def test_round_trip_of_every_instruction_type_is_exact(tmp_path: Path):
 
 def test_nan_round_trips_as_nan(tmp_path: Path):
     fill = DmaFill(0, dst=DdrView(0, "float32", (2,), (1,)), value=math.nan)
-    compute = Compute(1, kind="clip", inputs=(), outputs=(), attrs={"min": [math.nan, 1.0]})
+    compute = Compute(1, kind="clip", inputs=(), outputs=(), attrs={"table": [math.nan, 1.0]})
     save_model(small_model(instructions=[fill, compute], tensors=[]), tmp_path / "nan.tpumodel")
     loaded = load_model(tmp_path / "nan.tpumodel").instructions
     assert math.isnan(loaded[0].value)  # type: ignore[attr-defined]
-    assert math.isnan(loaded[1].attrs["min"][0]) and loaded[1].attrs["min"][1] == 1.0  # type: ignore[attr-defined]
+    assert math.isnan(loaded[1].attrs["table"][0]) and loaded[1].attrs["table"][1] == 1.0  # type: ignore[attr-defined]
 
 
 def test_empty_program_round_trips(tmp_path: Path):

@@ -4,9 +4,10 @@ them (irdl/tpu.irdl: each attribute name has one type in every op that has it, a
 tests/test_model_file_hostile.py holds this table to it), within bounds; for window ops
 (conv, deconv, pooling) the window fits the input and gives the output's shape.
 
-A model file is untrusted: `check_compute` turns what would make a kernel raise, or
-allocate without bound, into one IllegalProgramError naming the instruction and the
-attribute. No xDSL here.
+A model file is untrusted: load_model checks the kernel and the attributes' types and
+bounds (`attributes_problem`), the device the rest when it loads the program
+(`check_compute`), so what would make a kernel raise, or allocate without bound, is one
+line naming the instruction and the attribute. No xDSL here.
 """
 
 from __future__ import annotations
@@ -66,14 +67,22 @@ def check_compute(instruction: Compute, where: str) -> None:
     weights_at = _WEIGHTS_AT.get(kind)
     if weights_at is not None and (len(instruction.inputs) <= weights_at or instruction.inputs[weights_at] is None):
         raise IllegalProgramError(f"{where}: a {kind} needs its weights as input {weights_at}; recompile the model")
-    for name, value in instruction.attrs.items():
-        problem = _attribute_problem(kind, name, value)
-        if problem:
-            raise IllegalProgramError(f"{where}: attribute {name} {_show(value)}: {problem}; recompile the model")
+    problem = attributes_problem(kind, instruction.attrs)
+    if problem:
+        raise IllegalProgramError(f"{where}: {problem}; recompile the model")
     if kind in _WINDOW or kind == "deconv":
         problem = _window_problem(instruction)
         if problem:
             raise IllegalProgramError(f"{where}: {problem}; recompile the model")
+
+
+def attributes_problem(kind: str, attrs: dict[str, Any]) -> str | None:
+    """What is wrong with the attributes of a `kind` kernel, if anything (types and bounds)."""
+    for name, value in attrs.items():
+        problem = _attribute_problem(kind, name, value)
+        if problem:
+            return f"attribute {name} {_show(value)}: {problem}"
+    return None
 
 
 def _attribute_problem(kind: str, name: str, value: Any) -> str | None:
@@ -82,7 +91,7 @@ def _attribute_problem(kind: str, name: str, value: Any) -> str | None:
         return None  # no kernel reads it / absent
     listed = expected.endswith("s")
     element = expected[:-1] if listed else expected
-    what = f"a list of {_NAMES[element]}s" if listed else f"a {_NAMES[element]}"
+    what = f"a list of {_NAMES[element]}s" if listed else f"{'an' if element == 'int' else 'a'} {_NAMES[element]}"
     if listed and type(value) is not list:
         return f"expected {what}"
     items: list[Any] = value if listed else [value]

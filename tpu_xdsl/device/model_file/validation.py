@@ -50,8 +50,9 @@ def model_from_header(header: Any, blob: bytes) -> TpuModel:
     layers, attrs_table, rows = _tables(header)
     listed = within("groups", decode_list, header["groups"])
     groups = [GroupDesc(**check_group(g, f"groups[{i}]")) for i, g in enumerate(listed)]
+    checked: set[tuple[str, int]] = set()  # (kind, attrs index) pairs whose attributes are fine
     instructions = [
-        _instruction(row, position, layers, attrs_table, len(groups)) for position, row in enumerate(rows)
+        _instruction(row, position, layers, attrs_table, len(groups), checked) for position, row in enumerate(rows)
     ]
     ddr_bytes = within("ddr_bytes", decode_int, header["ddr_bytes"])
     inputs, outputs, tensors = (within(key, decode_list, header[key]) for key in ("inputs", "outputs", "tensors"))
@@ -80,7 +81,8 @@ def check_model(model: TpuModel) -> None:
     every tensor under the size limit and inside the model's DDR (or a lane's local memory),
     aligned to its element type, DMA sources and destinations of equal sizes, fill values
     the destination type holds, `written_by` naming an instruction. ValueError naming the
-    field. (A compute kernel's attributes are the device's to check when it loads the
+    field. (Compute kernels and their attributes' types are checked as each instruction is
+    decoded; what a kernel needs of its operands, the device checks when it loads the
     program: tpu_xdsl.device.attributes.)"""
     chip = CHIPS.get(model.chip)
     if chip is None:
@@ -236,10 +238,49 @@ def _tables(header: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]], li
     return layers, attrs_table, rows
 
 
+# The image preprocessing `run` applies to an image input (frontend.preprocess.Preprocess):
+# each key's decoder.
+_PREPROCESS: dict[str, Callable[[Any], Any]] = {
+    "mean": lambda v: _finite_numbers(v),
+    "scale": lambda v: _finite_numbers(v),
+    "pixel_format": lambda v: decode_str(v),
+    "channel_format": lambda v: decode_str(v),
+    "resize_dims": lambda v: None if v is None else _image_sides(v),
+    "keep_aspect_ratio": lambda v: _bool(v),
+}
+
+
 def _preprocess(value: Any) -> dict[str, Any] | None:
     if value is None:
         return None
-    return within("preprocess", decode_object, value)
+    values = within("preprocess", decode_object, value)
+    for key, item in values.items():
+        if key not in _PREPROCESS:
+            raise ValueError(f"preprocess: unknown key {show(key)} (known: {', '.join(_PREPROCESS)})")
+        within(f"preprocess.{key}", _PREPROCESS[key], item)
+    return values
+
+
+def _finite_numbers(value: Any) -> list[float]:
+    numbers = decode_list(value)
+    if not 1 <= len(numbers) <= 4 or not all(type(v) in (int, float) and math.isfinite(v) for v in numbers):
+        raise ValueError(f"expected 1 to 4 finite numbers, got {show(value)}")
+    return numbers
+
+
+def _image_sides(value: Any) -> tuple[int, ...]:
+    from tpu_xdsl.limits import MAX_IMAGE_SIDE
+
+    sides = _dims(value)
+    if len(sides) != 2 or not all(1 <= side <= MAX_IMAGE_SIDE for side in sides):
+        raise ValueError(f"expected [height, width] from 1 to {MAX_IMAGE_SIDE}, got {show(value)}")
+    return sides
+
+
+def _bool(value: Any) -> bool:
+    if type(value) is not bool:
+        raise ValueError(f"expected true or false, got {show(value)}")
+    return value
 
 
 def program_problem(instructions: list[Instruction]) -> str | None:
@@ -309,10 +350,12 @@ def _dims(value: Any) -> tuple[int, ...]:
     if type(value) is list:
         for d in value:
             if type(d) is not int or not 0 <= d < INT64:
+                if type(d) is int:
+                    raise ValueError(f"dimension {show(d)} of {show(value)} is {'negative' if d < 0 else 'too large'}")
                 break
         else:
             return tuple(value)
-    raise ValueError(f"expected a list of integers from 0 (a shape), got {show(value)}")
+    raise ValueError(f"expected a list of integers (a shape), got {show(value)}")
 
 
 def _address(value: Any) -> int:
@@ -415,8 +458,32 @@ _ROW_DECODERS = {
 }
 
 
+def _check_kernel(kind: str, index: int, attrs_table: list[dict[str, Any]], checked: set, where: str) -> None:
+    """A kernel the device has, and attributes of the types and bounds it takes (each pair once:
+    many instructions share an `attrs` entry)."""
+    if (kind, index) in checked:
+        return
+    try:
+        check_kernel(kind, attrs_table[index])
+    except ValueError as e:
+        raise ValueError(f"{where}: {e}") from None
+    checked.add((kind, index))
+
+
+def check_kernel(kind: str, attrs: dict[str, Any]) -> None:
+    """ValueError if the device has no `kind` kernel or `attrs` are not of the types it takes."""
+    from tpu_xdsl.device.attributes import attributes_problem
+    from tpu_xdsl.kernels.tpu import has_tpu_kernel
+
+    if not has_tpu_kernel(kind):
+        raise ValueError(f"no compute kernel {show(kind)}")
+    problem = attributes_problem(kind, attrs)
+    if problem:
+        raise ValueError(problem)
+
+
 def _instruction(
-    row: Any, position: int, layers: list[str], attrs_table: list[dict[str, Any]], groups: int
+    row: Any, position: int, layers: list[str], attrs_table: list[dict[str, Any]], groups: int, checked: set
 ) -> Instruction:
     if type(row) is not list or not row or type(row[0]) is not str or row[0] not in OPERANDS:
         raise ValueError(f"instruction {position}: not an instruction: {show(row)}")
@@ -440,6 +507,7 @@ def _instruction(
     if "attrs" in values:
         if not 0 <= values["attrs"] < len(attrs_table):
             raise ValueError(f"instruction {position} ({op}): attrs {values['attrs']} is not an index of `attrs`")
+        _check_kernel(values["kind"], values["attrs"], attrs_table, checked, f"instruction {position} ({op})")
         values["attrs"] = attrs_table[values["attrs"]]
     ident = values.pop("id")
     return INSTRUCTIONS[op](ident, **values)

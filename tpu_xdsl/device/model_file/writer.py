@@ -34,6 +34,8 @@ from tpu_xdsl.device.model_file.validation import (
     check_desc,
     check_group,
     check_group_index,
+    check_kernel,
+    check_model,
     decode_int,
     decode_object,
     decode_str,
@@ -48,7 +50,8 @@ def save_model(model: TpuModel, path: str | Path) -> None:
     """Write `model` to `path` atomically (a failure leaves no file behind).
 
     A model the format cannot hold exactly (ids not 0..n-1, a forward dependency,
-    attrs that are not plain JSON values) is a compiler bug: ValueError."""
+    attrs that are not plain JSON values), or that load_model would refuse (a tensor
+    outside DDR, attributes of the wrong type...), is a compiler bug: ValueError."""
     path = Path(path)
     if model.version != FORMAT_VERSION:
         raise ValueError(f"model version {model.version}: this code writes version {FORMAT_VERSION} only")
@@ -57,6 +60,7 @@ def save_model(model: TpuModel, path: str | Path) -> None:
         raise ValueError(f"cannot save {path}: {problem}")
     try:
         header = _header_text(model).encode("utf-8")
+        check_model(model)
     except ValueError as e:
         raise ValueError(f"cannot save {path}: {e}") from None
     data = seal(_padded(header), bytes(model.coefficients))
@@ -153,8 +157,9 @@ def _row(instruction: Instruction, layers: dict[str, int], attrs: dict[str, int]
         value = getattr(instruction, name)
         try:
             if kind == "attrs":
-                decode_object(value)
-                row.append(attrs.setdefault(dumps(json_value(value, "")), len(attrs)))
+                text = dumps(json_value(decode_object(value), ""))
+                check_kernel(instruction.kind, value)  # type: ignore[attr-defined]
+                row.append(attrs.setdefault(text, len(attrs)))
             else:
                 encoded = ENCODE[kind](value)
                 DECODE[kind](encoded)  # refuse what load would refuse
