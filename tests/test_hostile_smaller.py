@@ -120,3 +120,31 @@ def test_an_image_past_pillows_pixel_limit_is_refused(top, tmp_path, capsys, mon
     assert_fails_cleanly(capsys, (top.folder, tmp_path), ["run", top.mlir, "--input", tmp_path / "big.png",
                                                            "--output", tmp_path / "y.npz"],
                          "big.png", "too large to decode safely")
+
+
+BIG_EXPAND = """builtin.module attributes {module.name = "m", module.state = "TOP_F32", module.chip = "ALL"} {
+  func.func @main(%0: tensor<1x1xf32>) -> tensor<1000000x1000000xf32> {
+    %1 = "top.input"(%0) {names = ["x"]} : (tensor<1x1xf32>) -> tensor<1x1xf32>
+    %2 = "top.expand"(%1) {shape = [1000000 : i64, 1000000 : i64], names = ["e"]} : """ \
+    """(tensor<1x1xf32>) -> tensor<1000000x1000000xf32>
+    func.return %2 : tensor<1000000x1000000xf32>
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("limit", [None, "1M"])
+def test_a_module_declaring_a_huge_tensor_is_refused_before_it_runs(tmp_path, capsys, limit):
+    """run of an Expand to [1e6, 1e6] asked numpy for 3.6 TiB; now the limit refuses it by name."""
+    (tmp_path / "big.mlir").write_text(BIG_EXPAND)
+    np.savez(tmp_path / "x.npz", x=np.ones((1, 1), np.float32))
+    flags = ["--max-tensor-bytes", limit] if limit else []
+    line = assert_fails_cleanly(capsys, (tmp_path,), [*flags, "run", tmp_path / "big.mlir", "--input",
+                                                      tmp_path / "x.npz", "--output", tmp_path / "y.npz"],
+                                "top.expand 'e'", "3.6 TiB", "--max-tensor-bytes")
+    assert ("1.0 MiB" in line) == bool(limit)
+
+
+def test_max_tensor_bytes_flag_is_checked(tmp_path, capsys):
+    assert_fails_cleanly(capsys, (tmp_path,), ["--max-tensor-bytes", "lots", "list-ops"],
+                         "--max-tensor-bytes 'lots'", "e.g. 4G")

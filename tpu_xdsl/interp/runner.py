@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
 from xdsl.interpreter import Interpreter, PythonValues
 from xdsl.interpreters.func import FuncFunctions
 from xdsl.ir import Operation
@@ -23,6 +23,7 @@ from tpu_xdsl.interp.top_interpreter import ModelRounding, TopFunctions
 from tpu_xdsl.interp.tpu_interpreter import TpuFunctions, TpuGroupFunctions
 from tpu_xdsl.kernels.dtypes import numpy_dtype
 from tpu_xdsl.kernels.quant import ChannelQParams, QParams
+from tpu_xdsl.limits import check_tensor_size
 from tpu_xdsl.weights import weights_of
 
 
@@ -121,11 +122,29 @@ def model_rounding(module: ModuleOp):
     return ModelRounding(module_needs_asymmetric(module))
 
 
+def check_tensor_sizes(module: ModuleOp) -> None:
+    """Refuse, before anything runs, a module whose types declare a tensor over the size
+    limit (tpu_xdsl.limits): an Expand to [1e6, 1e6] written in a .mlir asked for 3.6 TiB."""
+    for op in module.walk():
+        for index, result in enumerate(op.results):
+            kind = result.type
+            if not isinstance(kind, TensorType):
+                continue
+            try:
+                itemsize = numpy_dtype(kind.element_type).itemsize
+            except (KeyError, ValueError, TypeError):
+                itemsize = 4
+            names = tensor_names(op)
+            what = f"{op.name} '{names[index]}'" if index < len(names) else f"{op.name} result {index}"
+            check_tensor_size(what, kind.get_shape(), itemsize)
+
+
 class ModuleRunner:
     """Runs @main of one module many times (calibration, benchmarks), reusing the
     op implementations and their per-op caches between runs."""
 
     def __init__(self, module: ModuleOp, weights: Mapping[str, np.ndarray]):
+        check_tensor_sizes(module)
         self.module = module
         rounding = model_rounding(module)
         self.functions = [FuncFunctions(), TopFunctions(weights, rounding), TpuFunctions(), TpuGroupFunctions()]
