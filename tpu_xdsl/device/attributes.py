@@ -70,10 +70,10 @@ def check_compute(instruction: Compute, where: str) -> None:
     problem = attributes_problem(kind, instruction.attrs)
     if problem:
         raise IllegalProgramError(f"{where}: {problem}; recompile the model")
-    if kind in _WINDOW or kind == "deconv":
-        problem = _window_problem(instruction)
-        if problem:
-            raise IllegalProgramError(f"{where}: {problem}; recompile the model")
+    rule = _window_problem if kind in _WINDOW or kind == "deconv" else _SHAPE_RULES.get(kind)
+    problem = rule(instruction) if rule is not None else None
+    if problem:
+        raise IllegalProgramError(f"{where}: {problem}; recompile the model")
 
 
 def attributes_problem(kind: str, attrs: dict[str, Any]) -> str | None:
@@ -170,6 +170,42 @@ def _window_problem(instruction: Compute) -> str | None:
         except ResourceLimitError as e:
             return str(e)
     return None
+
+
+def _sizes_problem(instruction: Compute, what: str, sizes: list[int]) -> str | None:
+    out = instruction.outputs[0]
+    if math.prod(out.view) != math.prod(sizes):  # the write takes any shape of the output's size
+        return f"{what} make {sizes}, not the output's {list(out.view)}"
+    return None
+
+
+def _pad_problem(instruction: Compute) -> str | None:
+    x, pads = instruction.inputs[0], instruction.attrs.get("pads") or []
+    rank = len(x.view) if x is not None else 0
+    if len(pads) != 2 * rank:
+        return f"{len(pads)} pads for a {rank}-d input"
+    assert x is not None
+    return _sizes_problem(instruction, "the pads", [d + pads[i] + pads[i + rank] for i, d in enumerate(x.view)])
+
+
+def _tile_problem(instruction: Compute) -> str | None:
+    x, repeats = instruction.inputs[0], instruction.attrs.get("repeats") or []
+    if x is None or len(repeats) != len(x.view) or min(repeats, default=0) < 0:
+        return f"repeats {_show(repeats)} for a {len(x.view) if x else 0}-d input"
+    return _sizes_problem(instruction, "the repeats", [d * r for d, r in zip(x.view, repeats, strict=True)])
+
+
+def _upsample_problem(instruction: Compute) -> str | None:
+    x, attrs = instruction.inputs[0], instruction.attrs
+    if x is None or len(x.view) != 4 or attrs.get("scale_h") is None or attrs.get("scale_w") is None:
+        return "an upsample needs a 4-d input, scale_h and scale_w"
+    n, c, h, w = x.view
+    return _sizes_problem(instruction, "scale_h and scale_w", [n, c, h * attrs["scale_h"], w * attrs["scale_w"]])
+
+
+# Ops whose kernel makes its output from the attributes (allocating it before anything could
+# compare it with the output tensor): the attributes must give the output's shape.
+_SHAPE_RULES = {"pad": _pad_problem, "tile": _tile_problem, "upsample": _upsample_problem}
 
 
 def _show(value: Any) -> str:

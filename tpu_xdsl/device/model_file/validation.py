@@ -21,6 +21,7 @@ from tpu_xdsl.device.isa import (
     DmaFill,
     DmaLoad,
     DmaStore,
+    IllegalProgramError,
     Instruction,
     LocalTensor,
 )
@@ -396,6 +397,21 @@ def _dtype(value: Any) -> str:
 
 
 def _ddr_view(value: Any) -> DdrView:
+    """[addr, dtype, shape, strides]: the well-formed case first, as for local tensors."""
+    if type(value) is list and len(value) == 4:
+        addr, dtype, shape, strides = value
+        if type(addr) is int and 0 <= addr < INT64 and type(dtype) is str and dtype in DTYPE_SIZES:
+            try:
+                dims, steps = _dims(shape), _ints(strides)
+            except ValueError:
+                pass
+            else:
+                if len(dims) == len(steps) and all(-INT64 < step < INT64 for step in steps):
+                    return DdrView(addr, dtype, dims, steps)
+    return _checked_ddr_view(value)
+
+
+def _checked_ddr_view(value: Any) -> DdrView:
     if type(value) is not list or len(value) != 4:
         raise ValueError(f"expected [addr, dtype, shape, strides], got {show(value)}")
     addr, dtype, shape, strides = value
@@ -412,6 +428,20 @@ def _ddr_view(value: Any) -> DdrView:
 
 
 def _local_tensor(value: Any) -> LocalTensor:
+    """[addr, dtype, shape4, view, eu_align]: the common, well-formed case first (a program
+    has tens of thousands), then every check in turn for the message."""
+    if type(value) is list and len(value) == 5:
+        addr, dtype, shape4, view, eu_align = value
+        if (type(addr) is int and 0 <= addr < INT64 and type(dtype) is str and dtype in DTYPE_SIZES
+                and type(eu_align) is bool and type(shape4) is list and len(shape4) == 4):
+            try:
+                return LocalTensor(addr, dtype, _dims(shape4), _dims(view), eu_align)  # type: ignore[arg-type]
+            except (ValueError, IllegalProgramError):  # IllegalProgramError: shape4 and view differ in size
+                pass
+    return _checked_local_tensor(value)
+
+
+def _checked_local_tensor(value: Any) -> LocalTensor:
     if type(value) is not list or len(value) != 5:
         raise ValueError(f"expected [addr, dtype, shape4, view, eu_align], got {show(value)}")
     addr, dtype, shape4, view, eu_align = value
