@@ -327,6 +327,47 @@ def test_float_shape_input(tmp_path, capsys):
     _refused(tmp_path, capsys, model, "node 'rs'", "input 1 'shape'", "DOUBLE")
 
 
+def _info(name: str, elem_type: int = TensorProto.FLOAT, shape=None) -> onnx.ValueInfoProto:
+    return helper.make_tensor_value_info(name, elem_type, shape)
+
+
+def _if(then_outputs: int) -> onnx.ModelProto:
+    outputs = [_info(f"t{i}") for i in range(then_outputs)]
+    then_branch = helper.make_graph(
+        [helper.make_node("Relu", ["x"], [f"t{i}"]) for i in range(then_outputs)], "then", [], outputs
+    )
+    else_branch = helper.make_graph(
+        [helper.make_node("Neg", ["x"], ["e"])], "else", [], [_info("e")]
+    )
+    cond = numpy_helper.from_array(np.array(True), "c")
+    node = helper.make_node("If", ["c"], ["y"], name="if", then_branch=then_branch, else_branch=else_branch)
+    return _model([node], initializers=[cond])
+
+
+def _loop_body_output_unproduced() -> onnx.ModelProto:
+    body = helper.make_graph(
+        [helper.make_node("Add", ["acc", "x"], ["sum"]), helper.make_node("Identity", ["cond"], ["cond_out"])],
+        "body",
+        [_info("i", TensorProto.INT64, []), _info("cond", TensorProto.BOOL, []), _info("acc")],
+        [_info("cond_out", TensorProto.BOOL, []), _info("acc_out")],
+    )
+    trips = numpy_helper.from_array(np.array(3, np.int64), "n")
+    node = helper.make_node("Loop", ["n", "", "x"], ["y"], name="loop", body=body)
+    return _model([node], initializers=[trips])
+
+
+@pytest.mark.parametrize(
+    "model, words",
+    [
+        (_if(2), ["node 'if'", "then_branch has 2 outputs"]),
+        (_loop_body_output_unproduced(), ["subgraph 'body' output 'acc_out'", "produced by no node"]),
+    ],
+    ids=["if-branch-arity", "loop-body-output"],
+)
+def test_malformed_subgraph(tmp_path, capsys, model, words):
+    _refused(tmp_path, capsys, model, *words)
+
+
 def test_model_onnxruntime_rejects_leaves_no_files(tmp_path, capsys):
     """The importer ignores an unknown attribute; onnxruntime refuses the model before anything is written."""
     model = _model([helper.make_node("Relu", ["x"], ["y"], name="relu", bogus=1)])

@@ -205,10 +205,13 @@ def validate_model(model: onnx.ModelProto, where: str = "model") -> None:
     graph = model.graph
     if not graph.output:
         raise InvalidModelError(f"{where}: the graph has no outputs; a model must name at least one output")
-    _check_graph(graph, opsets, f"{where}: ", top=True)
+    _check_graph(graph, opsets, f"{where}: ", frozenset(), top=True)
 
 
-def _check_graph(graph: onnx.GraphProto, opsets: Mapping[str, int], prefix: str, top: bool) -> None:
+def _check_graph(
+    graph: onnx.GraphProto, opsets: Mapping[str, int], prefix: str, outer: frozenset[str], top: bool
+) -> None:
+    """`outer`: the names of enclosing graphs a subgraph may read."""
     label = "graph" if top else f"subgraph '{_show(graph.name)}'"
     _text(graph.name, f"{prefix}{label} name")
     _unique(graph.input, f"{prefix}{label} input")
@@ -231,10 +234,13 @@ def _check_graph(graph: onnx.GraphProto, opsets: Mapping[str, int], prefix: str,
     known = {v.name: v.type.tensor_type.elem_type for v in graph.input if v.type.tensor_type.elem_type}
     known.update((t.name, t.data_type) for t in graph.initializer)
     for node in graph.node:
-        _check_node(node, opsets, prefix, defined, known)
+        _check_node(node, opsets, prefix, defined, outer, known)
         value = next((a.t for a in node.attribute if a.name == "value" and a.HasField("t")), None)
         if node.op_type == "Constant" and value is not None and node.output:
             known[node.output[0]] = value.data_type
+    for output in graph.output:
+        if output.name not in defined and output.name not in outer:
+            raise InvalidModelError(f"{prefix}{label} output '{output.name}' is produced by no node")
 
 
 def _unique(items: Iterable, what: str) -> None:
@@ -331,8 +337,14 @@ def _check_tensor(tensor: TensorProto, what: str) -> None:
 
 
 def _check_node(
-    node: onnx.NodeProto, opsets: Mapping[str, int], prefix: str, defined: set[str], known: Mapping[str, int]
+    node: onnx.NodeProto,
+    opsets: Mapping[str, int],
+    prefix: str,
+    defined: set[str],
+    outer: frozenset[str],
+    known: Mapping[str, int],
 ) -> None:
+    """Check `node` and its subgraphs; add its outputs to `defined` (this graph's names so far)."""
     op_type = _text(node.op_type, f"{prefix}op type")
     name = _text(node.name, f"{prefix}node name ({op_type})")
     domain = _text(node.domain, f"{prefix}node '{name}' domain")
@@ -342,12 +354,11 @@ def _check_node(
     where = f"{prefix}node '{_show(label)}' ({op_type})"
     if not any(node.output):
         raise InvalidModelError(f"{where} has no outputs; every node must produce a tensor")
-    for output in node.output:
-        if output and output in defined:
+    for input_name in node.input:
+        if input_name and input_name not in defined and input_name not in outer:
             raise InvalidModelError(
-                f"{where}: output '{_show(output)}' is already defined by an input, initializer or earlier node"
+                f"{where}: input '{input_name}' is produced by no earlier node (is the model truncated or corrupt?)"
             )
-        defined.add(output)
     domain = "" if domain == "ai.onnx" else domain
     seen: set[str] = set()
     for attr in node.attribute:
@@ -355,11 +366,54 @@ def _check_node(
         if attr_name in seen:
             raise InvalidModelError(f"{where}: attribute '{attr_name}' is given twice")
         seen.add(attr_name)
-        _check_attribute(attr, f"{where}: attribute '{attr_name}'", opsets, prefix)
+        _check_attribute(attr, f"{where}: attribute '{attr_name}'", opsets, prefix, outer | defined)
+    for output in node.output:
+        if output and output in defined:
+            raise InvalidModelError(
+                f"{where}: output '{_show(output)}' is already defined by an input, initializer or earlier node"
+            )
+        if output:
+            defined.add(output)
     _check_schema(node, domain, opsets, where, known)
+    if domain == "" and op_type in ("If", "Loop", "Scan"):
+        _check_control_flow(node, where)
 
 
-def _check_attribute(attr: AttributeProto, what: str, opsets: Mapping[str, int], prefix: str) -> None:
+def _check_control_flow(node: onnx.NodeProto, where: str) -> None:
+    """The subgraphs' inputs and outputs match the node's (ONNX's If, Loop and Scan signatures)."""
+    graphs = {a.name: a.g for a in node.attribute if a.HasField("g")}
+    outputs = len(node.output)
+    if node.op_type == "If":
+        for branch in ("then_branch", "else_branch"):
+            if branch in graphs and len(graphs[branch].output) != outputs:
+                raise InvalidModelError(
+                    f"{where}: {branch} has {len(graphs[branch].output)} outputs, the node {outputs}"
+                )
+        return
+    body = graphs.get("body")
+    if body is None:
+        return  # the schema check has said it is required
+    inputs, body_inputs, body_outputs = len(node.input), len(body.input), len(body.output)
+    if node.op_type == "Loop":
+        # inputs (M, cond, N carried), body inputs (iteration, cond, N carried), body outputs
+        # (cond, N carried, K scanned), node outputs (N carried, K scanned)
+        if body_inputs != max(inputs, 2) or body_outputs != outputs + 1 or body_outputs < body_inputs - 1:
+            raise InvalidModelError(
+                f"{where}: the body has {body_inputs} inputs and {body_outputs} outputs; with {inputs} node "
+                f"inputs and {outputs} node outputs it must have {max(inputs, 2)} inputs and "
+                f"{max(outputs + 1, max(inputs, 2) - 1)} outputs"
+            )
+        return
+    # Scan before opset 9 has a sequence_lens input before the body's.
+    if body_inputs not in (inputs, inputs - 1) or body_outputs != outputs:
+        raise InvalidModelError(
+            f"{where}: the body has {body_inputs} inputs and {body_outputs} outputs, the node {inputs} and {outputs}"
+        )
+
+
+def _check_attribute(
+    attr: AttributeProto, what: str, opsets: Mapping[str, int], prefix: str, scope: frozenset[str]
+) -> None:
     populated = [
         kind for kind, field in _ATTR_FIELDS.items()
         if (attr.HasField(field) if field in _SCALAR_ATTRS else len(getattr(attr, field)))
@@ -387,7 +441,7 @@ def _check_attribute(attr: AttributeProto, what: str, opsets: Mapping[str, int],
     for sub in (*([attr.g] if attr.HasField("g") else []), *attr.graphs):
         if not sub.output:
             raise InvalidModelError(f"{what}: the subgraph has no outputs")
-        _check_graph(sub, opsets, prefix, top=False)
+        _check_graph(sub, opsets, prefix, scope, top=False)
 
 
 def _check_schema(
