@@ -147,6 +147,11 @@ LOAD_REFUSES = {
     "an input outside DDR": (_set("inputs", 0, "addr", 10**9), "inputs[0] ('image'): DDR bytes"),
     "a local address past a lane": (_set("instructions", 1, 6, 0, 1 << 30), "do not fit the 262144 bytes of a lane"),
     "an unaligned local address": (_set("instructions", 1, 6, 0, 130), "not aligned to the 64-byte execution units"),
+    "an empty local tensor": (
+        _set("instructions", 1, ["DmaLoad", 1, [], 0, -1, [9216, "float32", [0, 3, 8, 8], [192, 64, 8, 1]],
+                                 [128, "float32", [0, 3, 8, 8], [0, 3, 8, 8], True]]),
+        "instruction 1 (DmaLoad): dst: local tensor [0, 3, 8, 8] has no elements",
+    ),
     "unequal DMA sizes": (_set("instructions", 5, 5, 2, [255, 5]), "src has 1275 elements, dst 1280"),
     "a missing attrs entry": (_set("instructions", 2, 8, 7), "attrs 7 is not an index of `attrs`"),
     "a missing layer": (_set("instructions", 2, 3, 9), "layer 9 is not an index of `layers`"),

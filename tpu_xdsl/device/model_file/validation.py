@@ -47,6 +47,13 @@ def model_from_header(header: Any, blob: bytes) -> TpuModel:
     """The model the parsed header describes; ValueError naming the field that is wrong.
 
     The decoders below raise a short ValueError; callers add where it happened."""
+    try:
+        return _model_from_header(header, blob)
+    finally:
+        _LOCALS.clear()
+
+
+def _model_from_header(header: Any, blob: bytes) -> TpuModel:
     _check_keys(header)
     layers, attrs_table, rows = _tables(header)
     listed = within("groups", decode_list, header["groups"])
@@ -105,12 +112,12 @@ def check_model(model: TpuModel) -> None:
             if desc.scale is not None and desc.dtype not in _INTEGER_RANGES:
                 raise ValueError(f"{where}: a scale on a {desc.dtype} tensor; only integer tensors are quantized")
     npu, eu, lmem = chip.npu_num, chip.eu_bytes, chip.lmem_bytes
-    fine: set[LocalTensor] = set()  # a program uses the same few local tensors again and again
+    fine: set[int] = set()  # ids of the local tensors checked (decoding makes one object of equal ones)
 
     def local(tensor: LocalTensor | None, position: int, name: str) -> None:
-        if tensor is not None and tensor not in fine:
+        if tensor is not None and id(tensor) not in fine:
             _check_local(tensor, npu, eu, lmem, f"{_at(model, position)}: {name}", limit)
-            fine.add(tensor)
+            fine.add(id(tensor))
 
     def ddr(view: DdrView, position: int, name: str) -> None:
         _check_ddr(view, model.ddr_bytes, f"{_at(model, position)}: {name}", limit)
@@ -177,6 +184,8 @@ def _check_ddr(view: DdrView, ddr_bytes: int, where: str, limit: int) -> None:
 
 def _check_local(tensor: LocalTensor, npu: int, eu: int, lmem: int, where: str, limit: int) -> None:
     _check_size(where, tensor.shape4, tensor.dtype, limit)
+    if 0 in tensor.shape4:  # the lanes hold no empty tensor: the compiler never makes one
+        raise ValueError(f"{where}: local tensor {list(tensor.shape4)} has no elements")
     if tensor.eu_align and tensor.addr % eu:
         raise ValueError(f"{where}: local address {tensor.addr} is not aligned to the {eu}-byte execution units")
     size = tensor.lane_bytes(npu, eu)
@@ -435,10 +444,22 @@ def _local_tensor(value: Any) -> LocalTensor:
         if (type(addr) is int and 0 <= addr < INT64 and type(dtype) is str and dtype in DTYPE_SIZES
                 and type(eu_align) is bool and type(shape4) is list and len(shape4) == 4):
             try:
-                return LocalTensor(addr, dtype, _dims(shape4), _dims(view), eu_align)  # type: ignore[arg-type]
+                key = (addr, dtype, _dims(shape4), _dims(view), eu_align)
+                found = _LOCALS.get(key)
+                if found is None:
+                    found = LocalTensor(*key)  # type: ignore[arg-type]
+                    if len(_LOCALS) >= 1 << 16:
+                        _LOCALS.clear()
+                    _LOCALS[key] = found
+                return found
             except (ValueError, IllegalProgramError):  # IllegalProgramError: shape4 and view differ in size
                 pass
     return _checked_local_tensor(value)
+
+
+# Local tensors decoded, by their fields: a program names the same few again and again, and
+# one object for each lets check_model check it once. Emptied after each header.
+_LOCALS: dict[tuple[Any, ...], LocalTensor] = {}
 
 
 def _checked_local_tensor(value: Any) -> LocalTensor:
