@@ -49,9 +49,9 @@ def _run(tmp_path: Path, model: onnx.ModelProto | bytes, *extra: str) -> tuple[i
     return rc, out
 
 
-def _refused(tmp_path, capsys, model, *words: str, extra: tuple[str, ...] = ()) -> str:
+def _refused(tmp_path, capfd, model, *words: str, extra: tuple[str, ...] = ()) -> str:
     rc, out = _run(tmp_path, model, *extra)
-    err = capsys.readouterr().err
+    err = capfd.readouterr().err
     assert rc == 2, err
     assert "Traceback" not in err
     lines = err.strip().splitlines()
@@ -62,9 +62,9 @@ def _refused(tmp_path, capsys, model, *words: str, extra: tuple[str, ...] = ()) 
     return lines[0]
 
 
-def test_the_plain_model_imports(tmp_path, capsys):
+def test_the_plain_model_imports(tmp_path, capfd):
     rc, out = _run(tmp_path, _conv())
-    assert rc == 0, capsys.readouterr().err
+    assert rc == 0, capfd.readouterr().err
     assert sorted(p.name for p in out.iterdir()) == ["m.mlir", "m_weights.npz"]
 
 
@@ -105,14 +105,14 @@ def _set(field, value):
     ids=["dims-vs-data", "negative-dim", "raw-not-multiple", "huge-dims", "type-999", "type-0", "float8", "int4",
          "uint4", "float4"],
 )
-def test_malformed_initializer(tmp_path, capsys, mutate, words):
-    _refused(tmp_path, capsys, _with_weight(mutate), *words)
+def test_malformed_initializer(tmp_path, capfd, mutate, words):
+    _refused(tmp_path, capfd, _with_weight(mutate), *words)
 
 
-def test_input_of_unsupported_element_type(tmp_path, capsys):
+def test_input_of_unsupported_element_type(tmp_path, capfd):
     model = _conv()
     model.graph.input[0].type.tensor_type.elem_type = TensorProto.FLOAT8E5M2
-    _refused(tmp_path, capsys, model, "input 'x'", "FLOAT8E5M2", "not supported")
+    _refused(tmp_path, capfd, model, "input 'x'", "FLOAT8E5M2", "not supported")
 
 
 # -- sizes of what folding would materialize -------------------------------------------------
@@ -140,8 +140,8 @@ def _constant_of_shape(shape, **attrs) -> onnx.ModelProto:
     ],
     ids=["32768x32768", "1e12", "negative", "list-value", "three-values"],
 )
-def test_constant_of_shape(tmp_path, capsys, model, words):
-    _refused(tmp_path, capsys, model, *words)
+def test_constant_of_shape(tmp_path, capfd, model, words):
+    _refused(tmp_path, capfd, model, *words)
 
 
 def _grow(op: str, data: np.ndarray, second: np.ndarray) -> onnx.ModelProto:
@@ -158,8 +158,8 @@ def _grow(op: str, data: np.ndarray, second: np.ndarray) -> onnx.ModelProto:
     ],
     ids=["expand", "tile", "broadcast"],
 )
-def test_folding_is_sized_before_it_allocates(tmp_path, capsys, model):
-    _refused(tmp_path, capsys, model, "node 'grow'", "over the limit")
+def test_folding_is_sized_before_it_allocates(tmp_path, capfd, model):
+    _refused(tmp_path, capfd, model, "node 'grow'", "over the limit")
 
 
 # -- external data ---------------------------------------------------------------------------
@@ -179,9 +179,9 @@ def _external(tmp_path: Path, **entries: str) -> onnx.ModelProto:
     return model
 
 
-def test_external_data_in_bounds_imports(tmp_path, capsys):
+def test_external_data_in_bounds_imports(tmp_path, capfd):
     rc, _ = _run(tmp_path, _external(tmp_path, offset="0", length=str(W.nbytes)))
-    assert rc == 0, capsys.readouterr().err
+    assert rc == 0, capfd.readouterr().err
 
 
 @pytest.mark.parametrize(
@@ -199,8 +199,8 @@ def test_external_data_in_bounds_imports(tmp_path, capsys):
     ids=["negative-offset", "negative-length", "past-end", "huge-length", "missing-file", "dot-dot", "absolute",
          "short"],
 )
-def test_malformed_external_data(tmp_path, capsys, entries, words):
-    _refused(tmp_path, capsys, _external(tmp_path, **entries), "initializer 'w'", "external data", *words)
+def test_malformed_external_data(tmp_path, capfd, entries, words):
+    _refused(tmp_path, capfd, _external(tmp_path, **entries), "initializer 'w'", "external data", *words)
 
 
 # -- attributes ------------------------------------------------------------------------------
@@ -241,8 +241,8 @@ def _non_utf8_auto_pad() -> bytes:
     ],
     ids=["perm-int", "kernel-float", "axis-list", "duplicate", "string-not-utf8", "topk9-without-k"],
 )
-def test_malformed_attribute(tmp_path, capsys, model, words):
-    _refused(tmp_path, capsys, model, *words)
+def test_malformed_attribute(tmp_path, capfd, model, words):
+    _refused(tmp_path, capfd, model, *words)
 
 
 # -- names -----------------------------------------------------------------------------------
@@ -265,20 +265,20 @@ def _renamed(name: str, bad: bytes = b"\xff") -> bytes:
 
 
 @pytest.mark.parametrize("name", ["x", "w", "y", "conv"], ids=["input", "initializer", "output", "node"])
-def test_name_not_utf8(tmp_path, capsys, name):
-    _refused(tmp_path, capsys, _renamed(name), "not valid UTF-8")
+def test_name_not_utf8(tmp_path, capfd, name):
+    _refused(tmp_path, capfd, _renamed(name), "not valid UTF-8")
 
 
 @pytest.mark.parametrize("name", ["w", "conv"], ids=["initializer", "node"])
-def test_name_with_a_newline(tmp_path, capsys, name):
+def test_name_with_a_newline(tmp_path, capfd, name):
     """A newline in a name would split the one-line error and the .mlir that names it."""
-    _refused(tmp_path, capsys, _renamed(name, b"\n"), "control character")
+    _refused(tmp_path, capfd, _renamed(name, b"\n"), "control character")
 
 
-def test_opset_below_one(tmp_path, capsys):
+def test_opset_below_one(tmp_path, capfd):
     model = _conv()
     model.opset_import[0].version = -1
-    _refused(tmp_path, capsys, model, "opset version -1")
+    _refused(tmp_path, capfd, model, "opset version -1")
 
 
 # -- nodes and the graph ---------------------------------------------------------------------
@@ -316,15 +316,15 @@ def _graph_with(change: Callable[[onnx.GraphProto], None]) -> onnx.ModelProto:
     ids=["node-without-outputs", "constant-two-outputs", "no-graph-outputs", "output-twice", "input-twice",
          "conflicting-value-info", "output-defined-twice"],
 )
-def test_malformed_graph(tmp_path, capsys, model, words):
-    _refused(tmp_path, capsys, model, *words)
+def test_malformed_graph(tmp_path, capfd, model, words):
+    _refused(tmp_path, capfd, model, *words)
 
 
-def test_float_shape_input(tmp_path, capsys):
+def test_float_shape_input(tmp_path, capfd):
     """A Reshape target of NaNs would reach int(); its element type is refused first."""
     shape = numpy_helper.from_array(np.array([np.nan, 1.0]), "shape")
     model = _model([helper.make_node("Reshape", ["x", "shape"], ["y"], name="rs")], initializers=[shape])
-    _refused(tmp_path, capsys, model, "node 'rs'", "input 1 'shape'", "DOUBLE")
+    _refused(tmp_path, capfd, model, "node 'rs'", "input 1 'shape'", "DOUBLE")
 
 
 def _info(name: str, elem_type: int = TensorProto.FLOAT, shape=None) -> onnx.ValueInfoProto:
@@ -364,15 +364,23 @@ def _loop_body_output_unproduced() -> onnx.ModelProto:
     ],
     ids=["if-branch-arity", "loop-body-output"],
 )
-def test_malformed_subgraph(tmp_path, capsys, model, words):
-    _refused(tmp_path, capsys, model, *words)
+def test_malformed_subgraph(tmp_path, capfd, model, words):
+    _refused(tmp_path, capfd, model, *words)
 
 
-def test_model_onnxruntime_rejects_leaves_no_files(tmp_path, capsys):
+def test_model_onnxruntime_rejects_leaves_no_files(tmp_path, capfd):
     """The importer ignores an unknown attribute; onnxruntime refuses the model before anything is written."""
     model = _model([helper.make_node("Relu", ["x"], ["y"], name="relu", bogus=1)])
     np.savez(tmp_path / "in.npz", x=np.ones((1, 3, 6, 6), np.float32))
-    _refused(tmp_path, capsys, model, "onnxruntime", extra=("--test-input", str(tmp_path / "in.npz")))
+    _refused(tmp_path, capfd, model, "onnxruntime", extra=("--test-input", str(tmp_path / "in.npz")))
+
+
+def test_onnxruntime_failure_is_one_line_on_the_real_stderr(tmp_path, capfd):
+    """onnxruntime's own log goes to the process's stderr (file descriptor 2, which capfd sees)."""
+    inputs = [_info("x", shape=[2]), _info("i", TensorProto.INT64, [1])]
+    model = _model([helper.make_node("Gather", ["x", "i"], ["y"], name="gat")], inputs=inputs)
+    np.savez(tmp_path / "in.npz", x=np.ones(2, np.float32), i=np.array([7]))
+    _refused(tmp_path, capfd, model, "onnxruntime", "Gather", extra=("--test-input", str(tmp_path / "in.npz")))
 
 
 # -- bytes -----------------------------------------------------------------------------------
@@ -388,5 +396,5 @@ def test_model_onnxruntime_rejects_leaves_no_files(tmp_path, capsys):
     ],
     ids=["truncated-end", "truncated-start", "random", "huge-length-prefix"],
 )
-def test_corrupt_bytes(tmp_path, capsys, data):
-    _refused(tmp_path, capsys, data, "m.onnx")
+def test_corrupt_bytes(tmp_path, capfd, data):
+    _refused(tmp_path, capfd, data, "m.onnx")

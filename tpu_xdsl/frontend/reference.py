@@ -48,7 +48,7 @@ def run_reference(
     import onnxruntime as ort
 
     options = ort.SessionOptions()
-    options.log_severity_level = 3
+    options.log_severity_level = 4  # its refusals surface as exceptions, reported in one line
     if threads:
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1

@@ -201,6 +201,8 @@ def validate_model(model: onnx.ModelProto, where: str = "model") -> None:
         domain = _text(opset.domain, f"{where}: opset domain")
         if opset.version < 1:
             raise InvalidModelError(f"{where}: opset version {opset.version} of domain '{domain}' is not >= 1")
+        if ("" if domain == "ai.onnx" else domain) in opsets:
+            raise InvalidModelError(f"{where}: domain '{domain or 'ai.onnx'}' is imported twice in opset_import")
         opsets["" if domain == "ai.onnx" else domain] = opset.version
     graph = model.graph
     if not graph.output:
@@ -527,6 +529,6 @@ def run_reference_checked(
         lines = str(e).strip().splitlines()
         reason = f"{type(e).__name__}: {lines[0][:300]}" if lines else type(e).__name__
         raise ReferenceRunError(
-            f"the reference cannot run the model ({reason}); the model is malformed or uses what "
-            "onnxruntime does not support"
+            f"the reference cannot run the model on the test input ({reason}); check the model and the "
+            "test input (the model may be malformed or use what onnxruntime does not support)"
         ) from e
