@@ -152,6 +152,7 @@ LOAD_REFUSES = {
                                  [128, "float32", [0, 3, 8, 8], [0, 3, 8, 8], True]]),
         "instruction 1 (DmaLoad): dst: local tensor [0, 3, 8, 8] has no elements",
     ),
+    "negative MACs": (_set("instructions", 7, 9, -1), "instruction 7 (Compute): macs -1 is negative"),
     "unequal DMA sizes": (_set("instructions", 5, 5, 2, [255, 5]), "src has 1275 elements, dst 1280"),
     "a missing attrs entry": (_set("instructions", 2, 8, 7), "attrs 7 is not an index of `attrs`"),
     "a missing layer": (_set("instructions", 2, 3, 9), "layer 9 is not an index of `layers`"),
@@ -205,6 +206,14 @@ def test_run_refuses_a_resealed_bad_compute(model, tmp_path, capsys, case, monke
     edit, fragment = RUN_REFUSES[case]
     path = hostile(model, tmp_path, edit)
     refused(capsys, path, model[1], "instruction" if case != "DDR over the size limit" else "DDR", fragment,
+            commands=("run",))
+
+
+def test_a_layer_name_with_a_newline_stays_on_one_line(model, tmp_path, capsys):
+    def edit(header: dict[str, Any]) -> None:
+        header["layers"][0] = "relu\nsecond line"
+        header["attrs"][0]["group"] = 2
+    refused(capsys, hostile(model, tmp_path, edit), model[1], "layer 'relu\\nsecond line'", "group 2 does not divide",
             commands=("run",))
 
 

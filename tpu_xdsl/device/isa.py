@@ -34,6 +34,16 @@ class IllegalProgramError(TpuXdslError):
     tensor, a dependency on a later instruction): the message names the instruction."""
 
 
+def where(instruction: Instruction, position: int | None = None) -> str:
+    """`instruction 3 (DmaLoad, layer conv1)` for messages: a layer name of a model file with
+    control characters (a newline would split the one-line error) is shown quoted."""
+    layer = instruction.layer or "-"
+    if not layer.isprintable():
+        layer = repr(layer)
+    index = instruction.id if position is None else position
+    return f"instruction {index} ({type(instruction).__name__}, layer {layer})"
+
+
 def numpy_dtype(name: str) -> np.dtype:
     if name == "bfloat16":
         import ml_dtypes

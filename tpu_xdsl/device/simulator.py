@@ -35,6 +35,7 @@ from tpu_xdsl.device.isa import (
     Instruction,
     LocalTensor,
     numpy_dtype,
+    where,
 )
 from tpu_xdsl.errors import TpuXdslError
 from tpu_xdsl.kernels import ResultSpec
@@ -119,7 +120,7 @@ def _cycles(chip: ChipConfig, instruction: Instruction, position: int) -> int:
 
 
 def _where(instruction: Instruction, position: int) -> str:
-    return f"instruction {position} ({type(instruction).__name__}, layer {instruction.layer or '-'})"
+    return where(instruction, position)
 
 
 def _first_line(error: BaseException) -> str:
@@ -244,7 +245,7 @@ class Device:
         """The instruction's two halves on this device, every address checked once: what
         reads its sources (and computes) when it starts, and what writes its results when
         it finishes."""
-        where = f"instruction {instruction.id} ({type(instruction).__name__}, layer {instruction.layer or '-'})"
+        where = _where(instruction, instruction.id)
         match instruction:
             case DmaLoad(src=src, dst=dst):
                 return self._ddr_array(src, where).copy, self._local_writer(dst, where)

@@ -24,6 +24,7 @@ from tpu_xdsl.device.isa import (
     IllegalProgramError,
     Instruction,
     LocalTensor,
+    where,
 )
 from tpu_xdsl.device.model_file.format import (
     FIELDS_TABLE,
@@ -139,7 +140,9 @@ def check_model(model: TpuModel) -> None:
             case DmaFill(dst=dst, value=value):
                 ddr(dst, position, "dst")
                 _check_fill(dst.dtype, value, f"{_at(model, position)}: value")
-            case Compute(inputs=inputs, outputs=outputs):
+            case Compute(inputs=inputs, outputs=outputs, macs=macs):
+                if not 0 <= macs < INT64:
+                    raise ValueError(f"{_at(model, position)}: macs {macs} is negative or too large")
                 for index, tensor in enumerate(inputs):
                     local(tensor, position, f"inputs[{index}]")
                 for index, tensor in enumerate(outputs):
@@ -307,7 +310,7 @@ def program_problem(instructions: list[Instruction]) -> str | None:
 
 
 def _name(instruction: Instruction, position: int) -> str:
-    return f"instruction {position} ({type(instruction).__name__}, layer {instruction.layer or '-'})"
+    return where(instruction, position)
 
 
 def within(where: str, decode: Callable[[Any], Any], value: Any) -> Any:
