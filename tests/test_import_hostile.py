@@ -155,8 +155,11 @@ def _grow(op: str, data: np.ndarray, second: np.ndarray) -> onnx.ModelProto:
         _grow("Expand", np.ones(1, np.float32), np.array([1 << 20, 1 << 20], np.int64)),
         _grow("Tile", np.ones((2, 2), np.float32), np.array([1 << 20, 1 << 20], np.int64)),
         _grow("Add", np.ones((100000, 1), np.float32), np.ones((1, 100000), np.float32)),
+        _grow("MatMul", np.ones((100000, 1), np.float32), np.ones((1, 100000), np.float32)),
+        _grow("Gather", np.ones((1, 100000), np.float32), np.zeros(100000, np.int64)),
+        _grow("Pad", np.ones((2, 2), np.float32), np.array([0, 0, 10**6, 10**6], np.int64)),
     ],
-    ids=["expand", "tile", "broadcast"],
+    ids=["expand", "tile", "broadcast", "matmul", "gather", "pad"],
 )
 def test_folding_is_sized_before_it_allocates(tmp_path, capfd, model):
     _refused(tmp_path, capfd, model, "node 'grow'", "over the limit")

@@ -143,11 +143,44 @@ def folded_shapes(node: onnx.NodeProto, feeds: Sequence[np.ndarray | None]) -> l
         return [(*shapes[0], max(depth, 0))]
     if op in ("Resize", "Upsample") and shapes[0] is not None:
         return _resized(node, feeds, shapes[0])
+    if op == "Pad" and shapes[0] is not None:
+        pads = ints(1, "the pads (input 1)") if len(feeds) > 1 else _int_attr(node, "pads")
+        rank = len(shapes[0])
+        if pads is None or len(pads) != 2 * rank or (len(feeds) > 3 and feeds[3] is not None):
+            return None
+        return [tuple(max(d + pads[i] + pads[i + rank], 0) for i, d in enumerate(shapes[0]))]
+    if op in ("MatMul", "Gemm") and len(shapes) >= 2 and shapes[0] and shapes[1]:
+        a, b = shapes[0], shapes[1]
+        if op == "Gemm" and len(a) == len(b) == 2:
+            rows = a[1] if (_int_attr(node, "transA") or [0])[0] else a[0]
+            columns = b[0] if (_int_attr(node, "transB") or [0])[0] else b[1]
+            return [(rows, columns)]
+        if op == "Gemm" or len(a) < 2 or len(b) < 2:
+            return None  # no larger than an input
+        try:
+            return [(*np.broadcast_shapes(a[:-2], b[:-2]), a[-2], b[-1])]
+        except ValueError:
+            return None
+    if op == "Gather" and shapes[0] and len(shapes) > 1 and shapes[1] is not None:
+        axis = _int_attr(node, "axis")
+        axis = axis[0] if axis else 0
+        if not -len(shapes[0]) <= axis < len(shapes[0]):
+            return None
+        axis %= len(shapes[0])
+        return [(*shapes[0][:axis], *shapes[1], *shapes[0][axis + 1 :])]
     if op in _BROADCASTING and all(s is not None for s in shapes):
         try:
             return [tuple(np.broadcast_shapes(*shapes))]  # type: ignore[arg-type]
         except ValueError:
             return None
+    return None
+
+
+def _int_attr(node: onnx.NodeProto, name: str) -> list[int] | None:
+    """An INT or INTS attribute as a list (None when absent)."""
+    for attr in node.attribute:
+        if attr.name == name:
+            return [int(attr.i)] if attr.type == onnx.AttributeProto.INT else [int(v) for v in attr.ints]
     return None
 
 

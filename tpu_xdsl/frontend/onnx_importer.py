@@ -605,7 +605,8 @@ def _result_itemsize(node: onnx.NodeProto, feeds: Sequence[np.ndarray | None]) -
     if node.op_type == "ConstantOfShape":
         value = next((a.t for a in node.attribute if a.name == "value" and a.HasField("t")), None)
         return max(helper.tensor_dtype_to_np_dtype(value.data_type).itemsize if value else 4, 4)
-    return max((f.dtype.itemsize for f in feeds if f is not None), default=4)
+    data = feeds[1] if node.op_type == "Where" and len(feeds) > 1 else feeds[0] if feeds else None
+    return max(data.dtype.itemsize if data is not None else 4, 4)
 
 
 def _first_line(error: Exception) -> str:

@@ -227,6 +227,8 @@ def _check_graph(
         for info in infos:
             _check_value_info(info, f"{prefix}{label} {kind}", declared)
     for tensor in graph.initializer:
+        if not tensor.name:
+            raise InvalidModelError(f"{prefix}{label} has an initializer with no name")
         _check_tensor(tensor, f"{prefix}initializer '{_text(tensor.name, f'{prefix}initializer name')}'")
     if graph.sparse_initializer:
         name = _show(graph.sparse_initializer[0].values.name)
