@@ -17,10 +17,9 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-from onnx import helper
 
 from tpu_xdsl.errors import TpuXdslError
-from tpu_xdsl.frontend.onnx_model import model_inputs
+from tpu_xdsl.frontend.onnx_model import elem_dtype, model_inputs
 
 
 class ConstantInputError(TpuXdslError):
@@ -99,7 +98,7 @@ def typed_constants(model: onnx.ModelProto, values: Mapping[str, np.ndarray]) ->
             )
         array = np.asarray(value)
         tensor_type = info.type.tensor_type
-        dtype = np.dtype(helper.tensor_dtype_to_np_dtype(tensor_type.elem_type))
+        dtype = elem_dtype(tensor_type.elem_type, f"--constant-inputs: input '{name}'")
         if tensor_type.HasField("shape"):
             dims = [d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else None for d in tensor_type.shape.dim]
             known = [d for d in dims if d is not None]

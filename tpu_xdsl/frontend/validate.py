@@ -223,9 +223,12 @@ def _check_graph(
         if not output.name:
             raise InvalidModelError(f"{prefix}{label} has an output with no name")
     declared: dict[str, tuple[int, int | None]] = {}
+    initialized = {t.name for t in graph.initializer}
     for kind, infos in (("input", graph.input), ("output", graph.output), ("value_info", graph.value_info)):
         for info in infos:
-            _check_value_info(info, f"{prefix}{label} {kind}", declared)
+            # A fed input needs its element type; subgraphs may leave theirs to be inferred.
+            required = top and kind == "input" and info.name not in initialized
+            _check_value_info(info, f"{prefix}{label} {kind}", declared, kind != "value_info", required)
     for tensor in graph.initializer:
         if not tensor.name:
             raise InvalidModelError(f"{prefix}{label} has an initializer with no name")
@@ -256,13 +259,21 @@ def _unique(items: Iterable, what: str) -> None:
         seen.add(name)
 
 
-def _check_value_info(info: onnx.ValueInfoProto, what: str, declared: dict[str, tuple[int, int | None]]) -> None:
+def _check_value_info(
+    info: onnx.ValueInfoProto,
+    what: str,
+    declared: dict[str, tuple[int, int | None]],
+    typed: bool,
+    required: bool,
+) -> None:
+    """`typed`: the element type must be one the IR has (a graph input or output);
+    `required`: and it must be given."""
     name = _text(info.name, f"{what} name")
     if not info.type.HasField("tensor_type"):
         return
     tensor_type = info.type.tensor_type
     elem = tensor_type.elem_type
-    if what.endswith(("input", "output")) and elem and elem not in SUPPORTED_TYPES:
+    if typed and elem not in SUPPORTED_TYPES and (elem or required):
         raise InvalidModelError(
             f"{what} '{_show(name)}': element type {type_name(elem)} is not supported; "
             f"supported: {_supported_list()}"
@@ -426,6 +437,10 @@ def _check_attribute(
         attr.type = populated[0]  # an old writer left the type out; the value says it
     if attr.type not in _ATTR_FIELDS:
         raise InvalidModelError(f"{what} has no valid type ({_attr_type_name(attr.type)})")
+    field = _ATTR_FIELDS[attr.type]
+    # A message-valued attribute without its message (numbers and strings may be a writer's omitted default).
+    if field in ("t", "g", "sparse_tensor", "tp") and not attr.HasField(field):
+        raise InvalidModelError(f"{what} is typed {_attr_type_name(attr.type)} but holds no value")
     stray = [kind for kind in populated if kind != attr.type]
     if stray:
         raise InvalidModelError(
