@@ -21,6 +21,7 @@ def _one_gib_limit(monkeypatch):
     monkeypatch.setenv("TPU_XDSL_MAX_TENSOR_BYTES", "1G")
 
 
+ONES = np.ones((1, 1, 3, 3), np.float32)
 W = np.arange(216, dtype=np.float32).reshape(8, 3, 3, 3) / 216
 
 
@@ -144,9 +145,9 @@ def test_constant_of_shape(tmp_path, capfd, model, words):
     _refused(tmp_path, capfd, model, *words)
 
 
-def _grow(op: str, data: np.ndarray, second: np.ndarray) -> onnx.ModelProto:
+def _grow(op: str, data: np.ndarray, second: np.ndarray, **attrs) -> onnx.ModelProto:
     inits = [numpy_helper.from_array(data, "d"), numpy_helper.from_array(second, "s")]
-    return _model([helper.make_node(op, ["d", "s"], ["y"], name="grow")], inputs=[], initializers=inits)
+    return _model([helper.make_node(op, ["d", "s"], ["y"], name="grow", **attrs)], inputs=[], initializers=inits)
 
 
 @pytest.mark.parametrize(
@@ -158,8 +159,10 @@ def _grow(op: str, data: np.ndarray, second: np.ndarray) -> onnx.ModelProto:
         _grow("MatMul", np.ones((100000, 1), np.float32), np.ones((1, 100000), np.float32)),
         _grow("Gather", np.ones((1, 100000), np.float32), np.zeros(100000, np.int64)),
         _grow("Pad", np.ones((2, 2), np.float32), np.array([0, 0, 10**6, 10**6], np.int64)),
+        # Not in the table of growing ops: ONNX shape inference sizes it.
+        _grow("ConvTranspose", ONES, ONES, strides=[99999, 99999]),
     ],
-    ids=["expand", "tile", "broadcast", "matmul", "gather", "pad"],
+    ids=["expand", "tile", "broadcast", "matmul", "gather", "pad", "conv-transpose"],
 )
 def test_folding_is_sized_before_it_allocates(tmp_path, capfd, model):
     _refused(tmp_path, capfd, model, "node 'grow'", "over the limit")

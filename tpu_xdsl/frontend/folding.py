@@ -99,11 +99,46 @@ _BROADCASTING = frozenset(
 )
 
 
-def folded_shapes(node: onnx.NodeProto, feeds: Sequence[np.ndarray | None]) -> list[tuple[int, ...]] | None:
+def folded_shapes(
+    node: onnx.NodeProto, feeds: Sequence[np.ndarray | None], opset: int
+) -> list[tuple[int, ...]] | None:
     """The result shapes of folding `node` when they can grow past its inputs' sizes (a
     ConstantOfShape, an Expand, a broadcast...), computed from the inputs' values without
-    allocating anything; None for other ops or when the inputs do not say. A value that
+    allocating anything; for other ops of ONNX's domain, ONNX's shape inference from the
+    inputs' shapes (a ConvTranspose's strides); None when neither says. A value that
     cannot be a shape (a negative dim, a zero step) raises ValueError naming it."""
+    known = _grown_shapes(node, feeds)
+    return known if known is not None else _inferred_shapes(node, feeds, opset)
+
+
+def _inferred_shapes(
+    node: onnx.NodeProto, feeds: Sequence[np.ndarray | None], opset: int
+) -> list[tuple[int, ...]] | None:
+    from onnx import defs, shape_inference
+
+    if node.domain not in ("", "ai.onnx") or node.op_type in ("Constant", "If", "Loop", "Scan"):
+        return None
+    try:
+        schema = defs.get_schema(node.op_type, opset, "")
+        types = {
+            name: helper.make_tensor_type_proto(helper.np_dtype_to_tensor_dtype(value.dtype), value.shape)
+            for name, value in zip(node.input, feeds)
+            if name and value is not None
+        }
+        inferred = shape_inference.infer_node_outputs(schema, node, types)
+    except (defs.SchemaError, shape_inference.InferenceError, KeyError, ValueError, TypeError, RuntimeError):
+        # no schema, or inference refuses: the evaluation will say why
+        return None
+    shapes = []
+    for value in inferred.values():
+        dims = value.tensor_type.shape.dim if value.HasField("tensor_type") else []
+        if not all(d.HasField("dim_value") for d in dims):
+            return None
+        shapes.append(tuple(max(int(d.dim_value), 0) for d in dims))
+    return shapes
+
+
+def _grown_shapes(node: onnx.NodeProto, feeds: Sequence[np.ndarray | None]) -> list[tuple[int, ...]] | None:
     op = node.op_type
     shapes = [None if f is None else tuple(int(d) for d in f.shape) for f in feeds]
 

@@ -386,7 +386,7 @@ class OnnxImporter:
         feeds = [self.values[n].const if n else None for n in node.input]
         # Growing ops (ConstantOfShape, Expand, Tile, Range...) are sized before anything is allocated.
         try:
-            predicted = folded_shapes(node, feeds)
+            predicted = folded_shapes(node, feeds, ctx.opset)
         except ValueError as e:
             raise ctx.error(str(e)) from e
         itemsize = _result_itemsize(node, feeds)
