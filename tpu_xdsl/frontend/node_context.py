@@ -45,7 +45,8 @@ class NodeContext:
         try:
             self._attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
         except Exception as e:  # a type the model's validation let through: still the model's fault
-            raise ImportRuleError(f"{self.where}: an attribute cannot be read ({e})") from e
+            reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise ImportRuleError(f"{self.where}: an attribute cannot be read ({reason})") from e
         self._emitted = 0
 
     # -- reading the node ----------------------------------------------------------

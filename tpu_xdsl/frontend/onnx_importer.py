@@ -180,9 +180,10 @@ class OnnxImporter:
             result_shapes = shapes.infer_shapes(kind, operand_shapes, attrs)
         if dtypes is None:
             dtypes = [F32] * len(result_shapes)
-        for shape, dtype, i in zip(result_shapes, dtypes, range(len(result_shapes))):
+        # A rule's shape arithmetic on hostile attributes can ask for anything: refuse it here.
+        for i, (shape, dtype) in enumerate(zip(result_shapes, dtypes)):
             if shape is not None:
-                label = names[i] if names is not None and i < len(names) and names[i] else base_name
+                label = names[i] if names is not None and i < len(names) and names[i] else base_name or kind
                 check_tensor_size(f"top.{kind} result '{label}'", shape, np.dtype(dtype).itemsize)
         # A shape of None makes a `none` result (an optional output nothing reads).
         result_types: list[Attribute] = [
@@ -384,14 +385,13 @@ class OnnxImporter:
         if node.op_type != "Constant" and not present:
             return False
         feeds = [self.values[n].const if n else None for n in node.input]
-        # Growing ops (ConstantOfShape, Expand, Tile, Range...) are sized before anything is allocated.
+        # The result is sized before the evaluation allocates it (a ConstantOfShape, an Expand...).
         try:
             predicted = folded_shapes(node, feeds, ctx.opset)
         except ValueError as e:
             raise ctx.error(str(e)) from e
-        itemsize = _result_itemsize(node, feeds)
         for shape in predicted or ():
-            check_tensor_size(f"{ctx.where} result", shape, max(itemsize, 4))
+            check_tensor_size(f"{ctx.where} result", shape, _result_itemsize(node, feeds))
         if predicted is not None and sum(element_count(s) for s in predicted) > _FOLD_LIMIT:
             for name in node.output:
                 if name:
