@@ -62,7 +62,7 @@ def check_compute(instruction: Compute, where: str) -> None:
         raise IllegalProgramError(f"{where}: no compute kernel {_show(kind)}; recompile the model")
     if not instruction.outputs or any(t is None for t in instruction.outputs):
         raise IllegalProgramError(f"{where}: a {kind} needs its output tensors; recompile the model")
-    if not instruction.inputs or instruction.inputs[0] is None and kind in _WEIGHTS_AT:
+    if not instruction.inputs:  # the timing reads the first (None: the output stands for it)
         raise IllegalProgramError(f"{where}: a {kind} needs its first input; recompile the model")
     weights_at = _WEIGHTS_AT.get(kind)
     if weights_at is not None and (len(instruction.inputs) <= weights_at or instruction.inputs[weights_at] is None):
