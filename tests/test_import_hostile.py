@@ -251,6 +251,18 @@ def test_malformed_attribute(tmp_path, capfd, model, words):
     _refused(tmp_path, capfd, model, *words)
 
 
+def test_attribute_kind_outside_onnx_domain(tmp_path, capfd):
+    """No ONNX schema types com.microsoft's QGemm: the rule's accessor checks what it asks for."""
+    consts = {"sa": np.float32(0.1), "za": np.uint8(0), "b": np.ones((3, 4), np.uint8), "sb": np.float32(0.1),
+              "zb": np.uint8(0)}
+    inits = [numpy_helper.from_array(np.asarray(v), k) for k, v in consts.items()]
+    node = helper.make_node("QGemm", ["x", "sa", "za", "b", "sb", "zb"], ["y"], name="qg", domain="com.microsoft",
+                            transB=[1])
+    model = _model([node], inputs=[_info("x", TensorProto.UINT8, [2, 3])], initializers=inits)
+    model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    _refused(tmp_path, capfd, model, "node 'qg'", "attribute 'transB' must be an int", "a list")
+
+
 # -- names -----------------------------------------------------------------------------------
 
 
