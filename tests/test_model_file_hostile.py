@@ -162,6 +162,13 @@ LOAD_REFUSES = {
     "an unknown chip": (_set("chip", "tpu9000"), "chip 'tpu9000' is not a chip this tpu-xdsl knows"),
     "a mode the chip lacks": (_set("mode", "F8"), "mode 'F8' is not one of bm1684x's modes"),
     "a scale on a float input": (_set("inputs", 0, "scale", 0.5), "a scale on a float32 tensor"),
+    "scales of another channel count": (
+        lambda h: h["outputs"][0].update(dtype="int8", scales=[0.5, 0.25]), "2 scales for the 5 channels of axis 1"
+    ),
+    "a channel_axis past the rank": (
+        lambda h: h["outputs"][0].update(dtype="int8", scales=[0.5], channel_axis=2),
+        "outputs[0] ('logits'): channel_axis 2 is not an axis of shape [1, 5]",
+    ),
     "a zero scale": (_set("outputs", 0, "scale", 0.0), "outputs[0].scale: scale 0.0 is not a finite number above 0"),
     "a fill value the type cannot hold": (
         _set("instructions", 4, ["DmaFill", 4, [], 1, -1, [8192, "int8", [4], [1]], 300]),
