@@ -57,9 +57,13 @@ def _node(model, rng) -> onnx.NodeProto:
     return rng.choice(model.graph.node)
 
 
-def _attributed(model, rng) -> onnx.NodeProto | None:
+def _attribute(model, rng) -> tuple[onnx.NodeProto, AttributeProto] | tuple[None, None]:
+    """A node that has attributes, and one of them."""
     nodes = [n for n in model.graph.node if n.attribute]
-    return rng.choice(nodes) if nodes else None
+    if not nodes:
+        return None, None
+    n = rng.choice(nodes)
+    return n, rng.choice(n.attribute)
 
 
 def init_dims(model, rng, files):
@@ -134,10 +138,9 @@ def external_data(model, rng, files):
 
 
 def attr_type(model, rng, files):
-    n = _attributed(model, rng)
-    if n is None:
+    n, a = _attribute(model, rng)
+    if n is None or a is None:
         return "no attribute"
-    a = rng.choice(n.attribute)
     to = rng.choice(["int", "ints", "float", "floats", "string", "bad-string", "tensor", "none"])
     for f in ("i", "f", "s", "t", "g"):
         a.ClearField(f)
@@ -166,10 +169,9 @@ def attr_type(model, rng, files):
 
 
 def attr_value(model, rng, files):
-    n = _attributed(model, rng)
-    if n is None:
+    n, a = _attribute(model, rng)
+    if n is None or a is None:
         return "no attribute"
-    a = rng.choice(n.attribute)
     if a.type == AttributeProto.INT:
         a.i = rng.choice([0, -1, -100, 7, 1 << 31, 1 << 62, -(1 << 62)])
         return f"{n.op_type} {n.name} {a.name}={a.i}"
@@ -201,10 +203,9 @@ def attr_value(model, rng, files):
 
 
 def attr_dup_or_drop(model, rng, files):
-    n = _attributed(model, rng)
-    if n is None:
+    n, a = _attribute(model, rng)
+    if n is None or a is None:
         return "no attribute"
-    a = rng.choice(n.attribute)
     if rng.random() < 0.5:
         n.attribute.add().CopyFrom(a)
         return f"{n.op_type} {n.name} attribute {a.name} twice"
