@@ -148,3 +148,10 @@ def test_a_module_declaring_a_huge_tensor_is_refused_before_it_runs(tmp_path, ca
 def test_max_tensor_bytes_flag_is_checked(tmp_path, capsys):
     assert_fails_cleanly(capsys, (tmp_path,), ["--max-tensor-bytes", "lots", "list-ops"],
                          "--max-tensor-bytes 'lots'", "e.g. 4G")
+
+
+def test_an_unnamed_array_feeds_a_single_input_model(top, tmp_path, capsys):
+    """np.savez(f, x) names its array arr_0: no name, like an .npy, so it is the one input."""
+    np.savez(tmp_path / "x.npz", np.zeros((1, 3, 8, 8), np.float32))
+    code, _, err = run(capsys, "run", top.mlir, "--input", tmp_path / "x.npz", "--output", tmp_path / "y.npz")
+    assert code == 0, err

@@ -11,6 +11,7 @@ import numpy as np
 
 from tpu_xdsl.errors import TpuXdslError, UsageError
 
+UNNAMED = "arr_0"  # the key np.savez gives an array passed without a name
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm", ".pgm"}
 
 
@@ -22,7 +23,11 @@ def in_input_order(
     names: Sequence[str], inputs: Mapping[str, np.ndarray], error: type[TpuXdslError]
 ) -> list[np.ndarray]:
     """The given arrays in the order of the model's input `names`, matched by name (as
-    onnxruntime matches them). A missing name raises `error`."""
+    onnxruntime matches them). An array saved without a name (numpy's `arr_0`, as
+    `np.savez(f, x)` writes it) feeds a single-input model, as an .npy does. A missing
+    name raises `error`."""
+    if len(names) == 1 and list(inputs) == [UNNAMED] and names[0] != UNNAMED:
+        return [inputs[UNNAMED]]
     missing = [n for n in names if n not in inputs]
     if missing:
         raise error(

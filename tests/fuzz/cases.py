@@ -213,14 +213,13 @@ def path_cases(seed: SeedFiles) -> list[Case]:
     for name, words, tool in table:
         if "read-only" in name and os.geteuid() == 0:
             continue
-        if "r_weights.npz" in name:
-            source = "m_top.npz" if "test reference" in name else "x.npz"
+        # r_weights.npz, the weight file of the output r.mlir, is given as an input
+        source = ("m_top.npz" if "test reference" in name else "x.npz") if "r_weights.npz" in name else None
 
-            def prep(i: Path, source=source) -> None:
-                prepare(i)
+        def prep(i: Path, source=source) -> None:
+            prepare(i)
+            if source:
                 shutil.copy(i / source, i / "r_weights.npz")
-        else:
-            prep = prepare
 
         def argv(i: Path, o: Path, words=words) -> list[str]:
             return [w.format(i=i, o=o) for w in words]
