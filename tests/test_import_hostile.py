@@ -263,6 +263,15 @@ def test_attribute_kind_outside_onnx_domain(tmp_path, capfd):
     _refused(tmp_path, capfd, model, "node 'qg'", "attribute 'transB' must be an int", "a list")
 
 
+def test_rule_fault_names_the_node(tmp_path, capfd):
+    """A Range whose start is not a scalar fails in the rule's arithmetic: one line naming the node."""
+    bounds = {"start": np.arange(6, dtype=np.int64), "limit": np.array(10), "delta": np.array(1)}
+    inits = [numpy_helper.from_array(v, k) for k, v in bounds.items()]
+    node = helper.make_node("Range", ["start", "limit", "delta"], ["y"], name="range")
+    model = _model([node], inputs=[], initializers=inits)
+    _refused(tmp_path, capfd, model, "node 'range' (Range, opset 13)", "cannot import it", "ONNX spec")
+
+
 # -- names -----------------------------------------------------------------------------------
 
 

@@ -30,6 +30,7 @@ from xdsl.dialects.builtin import ArrayAttr, ModuleOp, NoneType, StringAttr, Ten
 from xdsl.ir import Attribute, Block, OpResult, Region, SSAValue
 from xdsl.irdl import IRDLOperation
 from xdsl.rewriter import InsertPoint
+from xdsl.utils.exceptions import VerifyException
 
 from tpu_xdsl.dialects import Top, shapes
 from tpu_xdsl.dialects.attr_values import from_py
@@ -57,6 +58,8 @@ from tpu_xdsl.limits import check_tensor_size, element_count
 
 # Nodes never folded even when their inputs are constant.
 _NEVER_FOLD = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli"}
+# What a rule's arithmetic raises on a node the ONNX spec forbids.
+_RULE_FAULTS = (ValueError, IndexError, KeyError, TypeError, ArithmeticError, VerifyException)
 # Folding a node whose result is larger than this many elements keeps it an op.
 _FOLD_LIMIT = 1 << 24
 
@@ -366,6 +369,14 @@ class OnnxImporter:
         except shapes.ShapeError as e:
             # The TOP op's shape rule refused what the rule emitted: say which ONNX node.
             raise ctx.error(str(e)) from e
+        except _RULE_FAULTS as e:
+            # A rule's arithmetic on inputs or attributes the spec forbids (a scale of the wrong
+            # length, an axis past the rank) that no check of it caught: the node is named, and
+            # --debug still shows where.
+            raise ctx.error(
+                f"cannot import it ({_first_line(e)}); check its inputs' shapes and its attributes against "
+                "the ONNX spec (if they are valid, it is a bug in tpu-xdsl: please report it)"
+            ) from e
         for i, name in enumerate(node.output):
             if name and name not in self.values:
                 raise ImportRuleError(f"{ctx.where}: the import rule did not produce output {i} '{name}'")
