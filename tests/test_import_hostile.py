@@ -25,6 +25,10 @@ ONES = np.ones((1, 1, 3, 3), np.float32)
 W = np.arange(216, dtype=np.float32).reshape(8, 3, 3, 3) / 216
 
 
+def _info(name: str, elem_type: int = TensorProto.FLOAT, shape=None) -> onnx.ValueInfoProto:
+    return helper.make_tensor_value_info(name, elem_type, shape)
+
+
 def _model(nodes, inputs=None, outputs=None, initializers=(), opset=13) -> onnx.ModelProto:
     inputs = inputs if inputs is not None else [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 6, 6])]
     outputs = outputs if outputs is not None else [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]
@@ -272,6 +276,30 @@ def test_rule_fault_names_the_node(tmp_path, capfd):
     _refused(tmp_path, capfd, model, "node 'range' (Range, opset 13)", "cannot import it", "ONNX spec")
 
 
+def _operands(op: str, shapes: dict[str, list[int]], opset: int = 13, **attrs) -> onnx.ModelProto:
+    """`op` on x [1, 3, 4, 4] and constant operands of the given shapes."""
+    inits = [numpy_helper.from_array(np.ones(shape, np.int64 if name == "i" else np.float32), name)
+             for name, shape in shapes.items()]
+    node = helper.make_node(op, ["x", *shapes], ["y"], name="n", **attrs)
+    return _model([node], inputs=[_info("x", shape=[1, 3, 4, 4])], initializers=inits, opset=opset)
+
+
+@pytest.mark.parametrize(
+    "model, words",
+    [
+        (_operands("InstanceNormalization", {"s": [4], "b": [3]}), ["scale (input 1) has shape [4]", "1-D of 3"]),
+        (_operands("BatchNormalization", {"s": [3], "b": [3], "m": [3, 1], "v": [3]}), ["mean (input 3)"]),
+        (_operands("LayerNormalization", {"s": [2, 4], "b": [4]}, 17, axis=-1), ["scale (input 1) [2, 4]"]),
+        (_operands("GroupNormalization", {"s": [3], "b": [3]}, 18, num_groups=10**9), ["num_groups = 1000000000"]),
+        (_operands("ScatterND", {"i": [1, 2], "u": [3, 3]}), ["indices [1, 2] and updates [3, 3]"]),
+    ],
+    ids=["instance-norm", "batch-norm", "layer-norm", "group-norm", "scatter-nd"],
+)
+def test_inconsistent_operand_shapes(tmp_path, capfd, model, words):
+    """Operands whose shapes the spec forbids are refused by the rule, before a kernel broadcasts them."""
+    _refused(tmp_path, capfd, model, "node 'n'", *words)
+
+
 # -- names -----------------------------------------------------------------------------------
 
 
@@ -352,10 +380,6 @@ def test_float_shape_input(tmp_path, capfd):
     shape = numpy_helper.from_array(np.array([np.nan, 1.0]), "shape")
     model = _model([helper.make_node("Reshape", ["x", "shape"], ["y"], name="rs")], initializers=[shape])
     _refused(tmp_path, capfd, model, "node 'rs'", "input 1 'shape'", "DOUBLE")
-
-
-def _info(name: str, elem_type: int = TensorProto.FLOAT, shape=None) -> onnx.ValueInfoProto:
-    return helper.make_tensor_value_info(name, elem_type, shape)
 
 
 def _if(then_outputs: int) -> onnx.ModelProto:

@@ -110,6 +110,13 @@ def _axis(ctx: NodeContext, axis: int, rank: int, name: str = "axis") -> int:
     return axis % rank
 
 
+def _channels(ctx: NodeContext) -> int:
+    """Dim 1 of input 0 (N, C, ...)."""
+    if ctx.rank(0) < 2:
+        raise ctx.error(f"the input {list(ctx.shape(0))} has no channel dim (rank < 2)")
+    return ctx.shape(0)[1]
+
+
 def _reshape(
     ctx: NodeContext, value: SSAValue, shape: Sequence[int], *, output: bool = False
 ) -> SSAValue:
@@ -269,6 +276,15 @@ def hardmax_v1(ctx: NodeContext) -> None:
 # -- normalization ----------------------------------------------------------------------
 
 
+def _per_channel(ctx: NodeContext, names: Sequence[str], sizes: Sequence[int], first: int = 1) -> None:
+    """Inputs first, first+1... (when present) are 1-D of one of `sizes` elements: a
+    hostile shape would otherwise reach the kernels, which broadcast or index by it."""
+    for i, name in enumerate(names, first):
+        if ctx.has_input(i) and (ctx.rank(i) != 1 or ctx.shape(i)[0] not in sizes):
+            wanted = " or ".join(str(n) for n in dict.fromkeys(sizes))
+            raise ctx.error(f"{name} (input {i}) has shape {list(ctx.shape(i))}; it must be 1-D of {wanted}")
+
+
 @onnx_rule("BatchNormalization")
 def batch_norm(ctx: NodeContext) -> None:
     """Inference form with running statistics. Before opset 9, `spatial` = 0 means
@@ -282,6 +298,7 @@ def batch_norm(ctx: NodeContext) -> None:
     if ctx.opset < 9 and ctx.attr("spatial", 1) == 0:
         _batch_norm_per_activation(ctx, eps)
     else:
+        _per_channel(ctx, ("scale", "B", "mean", "var"), [_channels(ctx)])
         operands = [ctx.input(i) for i in range(5)]
         output_as(ctx, 0, "batch_norm", operands, {"epsilon": eps}, shape=ctx.shape(0))
     drop_outputs(ctx, 1, "training statistics")
@@ -310,6 +327,7 @@ def _batch_norm_per_activation(ctx: NodeContext, eps: float) -> None:
 @onnx_rule("InstanceNormalization")
 def instance_norm(ctx: NodeContext) -> None:
     eps = float(ctx.attr("epsilon", 1e-5))
+    _per_channel(ctx, ("scale", "B"), [_channels(ctx)])
     ctx.output(
         "instance_norm",
         [ctx.input(0), ctx.input(1), ctx.input(2)],
@@ -323,6 +341,10 @@ def group_norm(ctx: NodeContext) -> None:
     """Opset 18 has scale/bias per group, 21 per channel; top.group_norm takes either."""
     groups = int(ctx.attr("num_groups"))
     eps = float(ctx.attr("epsilon", 1e-5))
+    channels = _channels(ctx)
+    if groups <= 0 or channels % groups:
+        raise ctx.error(f"num_groups = {groups} does not divide the {channels} channels")
+    _per_channel(ctx, ("scale", "bias"), [groups, channels])
     operands = [ctx.input(0), ctx.input(1), ctx.input(2)]
     ctx.output(
         "group_norm",
@@ -340,6 +362,15 @@ def layer_norm(ctx: NodeContext) -> None:
     axis = _axis(ctx, ctx.attr("axis", -1), len(shape))
     eps = float(ctx.attr("epsilon", 1e-5))
     x = ctx.input(0)
+    normalized = shape[axis:]
+    for i, name in ((1, "scale"), (2, "B")):
+        given = ctx.shape(i) if ctx.has_input(i) else ()
+        if len(given) > len(normalized) or any(
+            g not in (1, n) for g, n in zip(reversed(given), reversed(normalized))
+        ):
+            raise ctx.error(
+                f"{name} (input {i}) {list(given)} does not broadcast to the normalized dims {list(normalized)}"
+            )
     attrs = {"axis": axis, "epsilon": eps}
     output_as(ctx, 0, "layer_norm", [x, ctx.input(1), ctx.input(2)], attrs, shape=shape)
     if not (output_used(ctx, 1) or output_used(ctx, 2)):

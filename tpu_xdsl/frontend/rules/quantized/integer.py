@@ -30,6 +30,8 @@ def dynamic_quantize_linear(ctx: NodeContext) -> None:
     """The float tensor goes on as its own codes with scale 1 and zero point 0, so that
     integer consumers and the Mul by their scales compute the float result."""
     if any(ctx.has_output(i) and is_graph_output(ctx, ctx.output_name(i)) for i in range(3)):
+        if 0 in ctx.shape(0):
+            raise ctx.error(f"the input {list(ctx.shape(0))} is empty: it has no range to quantize")
         _dynamic_codes(ctx)  # the model's user reads the codes or scale: compute them
         return
     state = quantization(ctx.importer)

@@ -103,6 +103,13 @@ def scatter_nd(ctx: NodeContext) -> None:
     reduction = ctx.attr("reduction", "none")
     if reduction not in ("none", "add", "mul", "max", "min"):
         raise ctx.error(f"reduction '{reduction}' is not an ONNX value")
+    data, indices, updates = ctx.shape(0), ctx.shape(1), ctx.shape(2)
+    depth = indices[-1] if indices else None
+    if depth is None or depth > len(data) or updates != (*indices[:-1], *data[depth:]):
+        raise ctx.error(
+            f"indices {list(indices)} and updates {list(updates)} do not fit data {list(data)} (updates must "
+            "be indices' shape without its last dim, then the data dims past the indexed ones)"
+        )
     operands = [data_value(ctx), _indices(ctx, 1), data_value(ctx, 2)]
     moved(ctx, "scatter_nd", operands, {"reduction": reduction}, ctx.shape(0))
 
