@@ -300,6 +300,11 @@ def test_inconsistent_operand_shapes(tmp_path, capfd, model, words):
     _refused(tmp_path, capfd, model, "node 'n'", *words)
 
 
+def test_global_pool_without_spatial_dims(tmp_path, capfd):
+    model = _model([helper.make_node("GlobalLpPool", ["x"], ["y"], name="n")], inputs=[_info("x", shape=[2, 3])])
+    _refused(tmp_path, capfd, model, "node 'n' (GlobalLpPool", "no spatial dims")
+
+
 # -- names -----------------------------------------------------------------------------------
 
 

@@ -11,6 +11,7 @@ running it.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -72,7 +73,11 @@ class NodeFolder:
                 self._cache[key] = evaluator
         named = {f"i{k}": value for k, value in enumerate(feeds) if node.input[k]}
         try:
-            results = evaluator.run(None, named)  # type: ignore[attr-defined]
+            # A hostile input's NaNs and empty slices: the result says so, numpy's warnings
+            # on stderr would only break the command's one-line messages.
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                results = evaluator.run(None, named)  # type: ignore[attr-defined]
         except Exception as e:
             raise FoldError(_reason(e)) from e
         if any(r is None or isinstance(r, list | tuple) for r in results):

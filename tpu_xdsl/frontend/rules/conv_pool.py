@@ -205,6 +205,9 @@ def lp_pool(ctx: NodeContext) -> None:
         raise ctx.error(f"p = {p} must be positive")
     x, shape = ctx.input(0), ctx.shape(0)
     if ctx.op_type == "GlobalLpPool":
+        if len(shape) < 3:
+            # No spatial dims: a reduction over no axes would reduce every axis.
+            raise ctx.error(f"the input {list(shape)} has no spatial dims (rank < 3)")
         out_shape = [*shape[:2], *[1] * (len(shape) - 2)]
         attrs = {"axes": list(range(2, len(shape))), "keepdims": True}
         if p in (1.0, 2.0):
