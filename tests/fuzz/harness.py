@@ -78,6 +78,10 @@ class Outcome:
         return f"{self.case.kind:<16} {marks:<22} rc={self.returncode} {self.case.name}: {first[:200]}"
 
 
+def _prepared(_inputs: Path) -> None:
+    """What a case's `prepare` becomes once its files are written."""
+
+
 def _hashes(folder: Path) -> dict[str, str]:
     out = {}
     for p in sorted(folder.rglob("*")):
@@ -159,17 +163,23 @@ def run_cases(
     import shutil
 
     workdir.mkdir(parents=True, exist_ok=True)
-    pending = list(enumerate(cases))
+    pending = enumerate(cases)  # made one at a time: a mutant of a large model holds its bytes
     running: dict[int, tuple[int, Case, Path, float, dict[str, str]]] = {}
     outcomes: list[tuple[int, Outcome]] = []
-    while pending or running:
-        while pending and len(running) < jobs:
-            index, case = pending.pop(0)
+    exhausted = False
+    while not exhausted or running:
+        while not exhausted and len(running) < jobs:
+            taken = next(pending, None)
+            if taken is None:
+                exhausted = True
+                break
+            index, case = taken
             root = workdir / f"case{index:05d}"
             shutil.rmtree(root, ignore_errors=True)
             for sub in ("in", "out", "log"):
                 (root / sub).mkdir(parents=True)
             case.prepare(root / "in")
+            case.prepare = _prepared  # let go of the mutant's bytes: outcomes keep their case
             before = _hashes(root / "in")
             sys.stdout.flush()
             sys.stderr.flush()
