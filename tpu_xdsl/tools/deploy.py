@@ -76,11 +76,13 @@ def _needs_int8(mode: str, qtable: str | None) -> bool:
 def _read_top_module(path: str):
     """The TOP module at `path`; a missing file is a one-line error (read_module reports the rest)."""
     from tpu_xdsl.errors import UsageError
-    from tpu_xdsl.ir_io import read_module
+    from tpu_xdsl.ir_io import check_inputs, read_module
 
     if not Path(path).is_file():
         raise UsageError(f"{path}: no such file; give the TOP .mlir that tpu-xdsl transform wrote")
-    return read_module(path)
+    module = read_module(path)
+    check_inputs(module, path, direct_reads=True)  # lowering binds model inputs through top.input
+    return module
 
 
 def _as_the_model_holds(module, reference: dict, asymmetric: bool, quant_input: bool) -> dict:

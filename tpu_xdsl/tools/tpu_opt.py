@@ -1,7 +1,9 @@
 """`tpu-opt`: xdsl-opt with the TOP and TPU dialects and the project's passes.
 
-Errors in the input (parse or verification) print xDSL's diagnostic, the
-offending op marked, and exit with code 2; `--debug` shows the traceback.
+Errors in the input print one line (a parse error: xDSL's diagnostic with the
+offending text marked) and exit with code 2; `--debug` shows the traceback.
+`-o` and the weights are written only once every pass has run: a failure
+leaves no file behind.
 """
 
 from __future__ import annotations
@@ -9,20 +11,34 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from io import StringIO
 from pathlib import Path
+from typing import IO
 
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.utils.exceptions import DiagnosticException, ParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from tpu_xdsl.errors import EXIT_INTERNAL, TpuXdslError, internal_error_line
+from tpu_xdsl.files import write_atomic
+from tpu_xdsl.ir_io import check_definitions, check_inputs
 from tpu_xdsl.universe import TPU_XDSL_UNIVERSE
-from tpu_xdsl.weights import attach_weights, save_weights, weights_of
+from tpu_xdsl.weights import attach_weights, used_weight_names, weights_of, write_npz_atomic
+
+
+class _HeldOutput(StringIO):
+    """The text for `-o`, kept until the run succeeds (xDSL closes its output stream)."""
+
+    def close(self) -> None:
+        pass
 
 
 class TpuOptMain(xDSLOptMain):
     """xDSLOptMain that always knows the project's dialects and passes."""
+
+    _held: _HeldOutput | None = None
+    _weights_out: list[tuple[Path, dict[str, np.ndarray]]]
 
     def register_all_dialects(self) -> None:
         super().register_all_dialects()
@@ -51,15 +67,60 @@ class TpuOptMain(xDSLOptMain):
             "(default: beside -o as <output>_weights.npz)",
         )
 
+    def run(self) -> None:
+        """xDSL's run, then the files: weights first, then the module, each renamed into place."""
+        self._weights_out = []
+        super().run()
+        for target, arrays in self._weights_out:
+            write_npz_atomic(target, arrays)
+        if self._held is not None:
+            text = self._held.getvalue()
+            write_atomic(self.args.output_file, lambda f: f.write(text))
+
+    def prepare_input(self):
+        try:
+            return super().prepare_input()
+        except ValueError as e:
+            if "file extension" not in str(e):
+                raise
+            raise TpuXdslError(f"{self.args.input_file}: {e}; give a .mlir file") from e
+
+    def prepare_output(self) -> IO[str]:
+        if self.args.output_file is None:
+            return sys.stdout
+        self._held = _HeldOutput()
+        return self._held
+
+    def parse_chunk(self, chunk: IO[bytes], file_extension: str, start_offset: int = 0) -> ModuleOp | None:
+        """Parse, then verify with the checks xDSL lacks (values defined before use)."""
+        source = self.get_input_name()
+        try:
+            module = super().parse_chunk(chunk, file_extension, start_offset)
+        except UnicodeDecodeError as e:
+            raise TpuXdslError(
+                f"{source}: not UTF-8 text (byte {e.start}); give a .mlir file as tpu-xdsl transform or tpu-opt "
+                "wrote it"
+            ) from e
+        if module is not None and not self.args.disable_verify:
+            # xDSL verifies the rest before the first pass (--verify-diagnostics prints that).
+            check_definitions(module, source)
+            check_inputs(module, source)
+        return module
+
     def apply_passes(self, prog: ModuleOp) -> None:
-        """Attach the module's weights, run the passes, save weights the passes changed."""
+        """Attach the module's weights, run the passes, keep the weights they changed for `run`."""
         if self.args.weight_file:
-            attach_weights(prog, dict(np.load(self.args.weight_file, allow_pickle=False)))
-        else:
+            attach_weights(prog, weight_file=self.args.weight_file)
+        elif isinstance(attr := prog.attributes.get("module.weight_file"), StringAttr):
             base = Path(self.args.input_file).parent if self.args.input_file else Path.cwd()
-            attach_weights(prog, base_dir=base)
+            # A weight file that is there must fit the IR; one that is not (IR kept without its
+            # weights) fails only when a pass reads a weight.
+            attach_weights(prog, base_dir=base, check=(base / attr.data).exists())
+        else:
+            attach_weights(prog, {})  # IR alone (a filecheck test): passes that read a weight say so
         super().apply_passes(prog)
-        if not weights_of(prog).changed:
+        store = weights_of(prog)
+        if not store.changed:
             return
         target = self.args.weight_output
         if target is None and self.args.output_file:
@@ -72,17 +133,24 @@ class TpuOptMain(xDSLOptMain):
                 file=sys.stderr,
             )
             return
-        save_weights(prog, target)
+        target = Path(target)
+        self._weights_out.append((target, {name: store[name] for name in dict.fromkeys(used_weight_names(prog))}))
+        prog.attributes["module.weight_file"] = StringAttr(target.name)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     debug = "--debug" in (sys.argv[1:] if argv is None else argv)
     try:
         TpuOptMain(description="TPU-MLIR-style optimizer driver on xDSL", args=argv).run()
-    except (ParseError, DiagnosticException) as e:
+    except ParseError as e:
         if debug:
             raise
         print(f"tpu-opt: error: {e}", file=sys.stderr)
+        return 2
+    except DiagnosticException as e:
+        if debug:
+            raise
+        print(f"tpu-opt: error: {_one_line(str(e))}", file=sys.stderr)
         return 2
     except (TpuXdslError, OSError) as e:
         if debug:
@@ -95,6 +163,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(internal_error_line("tpu-opt", e), file=sys.stderr)
         return EXIT_INTERNAL
     return 0
+
+
+def _one_line(message: str, limit: int = 240) -> str:
+    first = message.strip().splitlines()[0] if message.strip() else message
+    return first if len(first) <= limit else first[: limit - 3] + "..."
 
 
 if __name__ == "__main__":
