@@ -45,8 +45,12 @@ _KEEP_TOGETHER = "it is written beside the .mlir that names it (module.weight_fi
 class WeightStore(MutableMapping[str, np.ndarray]):
     """Name -> array; entries are read from the source `.npz` on first use."""
 
-    def __init__(self, source: Path | None = None, initial: Mapping[str, np.ndarray] | None = None):
+    def __init__(
+        self, source: Path | None = None, initial: Mapping[str, np.ndarray] | None = None, hint: str = ""
+    ):
         self.source = source
+        # What to do about a file that does not fit (the default: where module.weight_file points).
+        self.hint = hint or _KEEP_TOGETHER
         self._loaded: dict[str, np.ndarray] = dict(initial or {})
         self._archive: zipfile.ZipFile | None = None
         self._members: dict[str, zipfile.ZipInfo] = {}
@@ -63,11 +67,11 @@ class WeightStore(MutableMapping[str, np.ndarray]):
         except zipfile.BadZipFile as e:
             raise WeightFileError(
                 f"weight file {self.source} is not an .npz archive (truncated or another kind of file: {e}); "
-                f"{_KEEP_TOGETHER}"
+                f"{self.hint}"
             ) from e
         except _READ_ERRORS as e:
             reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-            raise WeightFileError(f"cannot read weight file {self.source} ({reason}); {_KEEP_TOGETHER}") from e
+            raise WeightFileError(f"cannot read weight file {self.source} ({reason}); {self.hint}") from e
         self._members = {info.filename.removesuffix(".npy"): info
                          for info in archive.infolist() if info.filename.endswith(".npy")}
         self._archive = archive
@@ -177,7 +181,7 @@ def attach_weights(
     if weights is not None:
         store = WeightStore(None, weights)
     elif weight_file is not None:
-        store = WeightStore(Path(weight_file))
+        store = WeightStore(Path(weight_file), hint="give the .npz written with this module")
     else:
         attr = module.attributes.get("module.weight_file")
         source = None
@@ -220,12 +224,12 @@ def check_weights(module: ModuleOp, store: WeightStore) -> None:
         except TypeError as e:
             raise WeightMismatchError(f"'top.weight' {name!r}: {e}") from e
         if name not in store:
-            raise WeightMismatchError(f"weight '{name}' is not in {store.where()}; {_KEEP_TOGETHER}")
+            raise WeightMismatchError(f"weight '{name}' is not in {store.where()}; {store.hint}")
         shape, dtype = store.header(name)
         if shape != expected_shape or not _same_element_type(dtype, expected):
             raise WeightMismatchError(
                 f"weight '{name}' in {store.where()} is {_describe(shape, dtype)}, the IR's top.weight "
-                f"says {_describe(expected_shape, expected)}; {_KEEP_TOGETHER}"
+                f"says {_describe(expected_shape, expected)}; {store.hint}"
             )
     for op in module.walk():
         for result in op.results:
@@ -244,7 +248,7 @@ def _check_encoding_entries(op: Operation, t: Attribute, store: WeightStore) -> 
         if name not in store:
             raise WeightMismatchError(
                 f"weight '{name}' (named by the type of a '{op.name}' result) is not in {store.where()}; "
-                f"{_KEEP_TOGETHER}"
+                f"{store.hint}"
             )
     encoding = getattr(t, "encoding", None)
     axis_attr = getattr(encoding, "axis", None)
@@ -266,7 +270,7 @@ def _check_encoding_entries(op: Operation, t: Attribute, store: WeightStore) -> 
             raise WeightMismatchError(
                 f"weight '{entry.data}' ({field} of a '{op.name}' result's {'x'.join(map(str, shape))} type, axis "
                 f"{axis}) in {store.where()} is {_describe(found, dtype)}, expected {_describe(expected, 'float32')}; "
-                f"{_KEEP_TOGETHER}"
+                f"{store.hint}"
             )
 
 
