@@ -201,3 +201,11 @@ def test_good_module_still_runs(tmp_path, capsys, top_files):
     for name in ("run", "tpu-opt"):
         main, argv = _commands(tmp_path, mlir)[name]
         assert main(argv) == 0, capsys.readouterr().err
+
+
+def test_module_without_its_weight_file_attribute(tmp_path, capsys, top_files):
+    text, weights = top_files
+    bad = re.sub(r', module.weight_file = "[^"]*"', "", text)
+    assert bad != text
+    mlir = _write(tmp_path, bad, weights)
+    _assert_refused(capsys, tmp_path, mlir, "no module.weight_file attribute", commands=("run", "deploy"))
