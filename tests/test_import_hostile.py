@@ -213,6 +213,22 @@ def test_malformed_external_data(tmp_path, capfd, entries, words):
     _refused(tmp_path, capfd, _external(tmp_path, **entries), "initializer 'w'", "external data", *words)
 
 
+@pytest.mark.parametrize("bad, words", [(b"\xff", "not valid UTF-8"), (b"\x00", "control character")],
+                         ids=["not-utf8", "nul"])
+def test_external_location_not_a_name_beside_an_output(tmp_path, capfd, bad, words):
+    """With an output already in the model's folder, transform reads the model's data file names
+    before loading it (so as not to write over one): a name that is no file name is left to the load."""
+    model = _external(tmp_path, location="LOCX")
+    path = tmp_path / "model" / "m.onnx"
+    path.write_bytes(model.SerializeToString().replace(b"LOCX", b"LO" + bad + b"X"))
+    (tmp_path / "model" / "m.mlir").write_text("old")
+    rc = main(["transform", "--model-name", "m", "--model-def", str(path), "-o", str(tmp_path / "model" / "m.mlir")])
+    lines = capfd.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(lines) == 1, lines
+    assert "initializer 'w'" in lines[0] and "external data 'location'" in lines[0] and words in lines[0]
+    assert (tmp_path / "model" / "m.mlir").read_text() == "old"
+
+
 # -- attributes ------------------------------------------------------------------------------
 
 

@@ -164,7 +164,9 @@ def _external_data(model_def: str, outputs: list[Role]) -> list[Role]:
 
         model = onnx.load_model(model_def, load_external_data=False)
         locations = {entry.value for tensor in _get_all_tensors(model) if uses_external_data(tensor)
-                     for entry in tensor.external_data if entry.key == "location"}
+                     for entry in tensor.external_data
+                     # bytes (not UTF-8) or a NUL: not a file name; load_model refuses it in one line
+                     if entry.key == "location" and isinstance(entry.value, str) and entry.value.isprintable()}
     except Exception:  # noqa: BLE001 - a model onnx cannot parse: load_model reports it in one line
         return []
     return [Role("--model-def", Path(folder) / location, model_def, "external data") for location in sorted(locations)]
