@@ -289,7 +289,26 @@ def test_rule_fault_names_the_node(tmp_path, capfd):
     inits = [numpy_helper.from_array(v, k) for k, v in bounds.items()]
     node = helper.make_node("Range", ["start", "limit", "delta"], ["y"], name="range")
     model = _model([node], inputs=[], initializers=inits)
-    _refused(tmp_path, capfd, model, "node 'range' (Range, opset 13)", "cannot import it", "ONNX spec")
+    _refused(tmp_path, capfd, model, "node 'range' (Range, opset 13)", "ONNX's shape inference refuses it")
+
+
+def test_rule_fault_on_a_node_onnx_accepts_is_an_internal_error(tmp_path, capfd, monkeypatch):
+    """A rule that fails on a valid node is tpu-xdsl's fault: exit 3, never a user error."""
+    from tpu_xdsl.frontend import registry
+
+    registry.load_all()
+
+    def broken(ctx):
+        raise ValueError("a bug in the Relu rule")
+
+    monkeypatch.setitem(registry.RULES, "Relu", [registry.RuleEntry(1, None, broken)])
+    node = helper.make_node("Relu", ["x"], ["y"], name="relu")
+    onnx.save(_model([node], inputs=[_info("x", shape=[1, 3, 4, 4])]), tmp_path / "m.onnx")
+    code = main(["transform", "--model-name", "m", "--model-def", str(tmp_path / "m.onnx"),
+                 "-o", str(tmp_path / "out.mlir")])
+    err = capfd.readouterr().err
+    assert code == 3, err
+    assert "internal error: ValueError: a bug in the Relu rule" in err
 
 
 def _operands(op: str, shapes: dict[str, list[int]], opset: int = 13, **attrs) -> onnx.ModelProto:

@@ -370,16 +370,41 @@ class OnnxImporter:
             # The TOP op's shape rule refused what the rule emitted: say which ONNX node.
             raise ctx.error(str(e)) from e
         except _RULE_FAULTS as e:
-            # A rule's arithmetic on inputs or attributes the spec forbids (a scale of the wrong
-            # length, an axis past the rank) that no check of it caught: the node is named, and
-            # --debug still shows where.
-            raise ctx.error(
-                f"cannot import it ({_first_line(e)}); check its inputs' shapes and its attributes against "
-                "the ONNX spec (if they are valid, it is a bug in tpu-xdsl: please report it)"
-            ) from e
+            # A rule's arithmetic failed. If ONNX's own shape inference refuses the node too (a
+            # scale of the wrong length, an axis past the rank), the input is at fault: one line
+            # naming the node. If ONNX accepts it, the fault is ours: it propagates (exit 3).
+            refusal = self._onnx_refusal(ctx)
+            if refusal is None:
+                raise
+            raise ctx.error(f"ONNX's shape inference refuses it: {refusal}; fix the node") from e
         for i, name in enumerate(node.output):
             if name and name not in self.values:
                 raise ImportRuleError(f"{ctx.where}: the import rule did not produce output {i} '{name}'")
+
+    def _onnx_refusal(self, ctx: NodeContext) -> str | None:
+        """ONNX's verdict on a node given its inputs' types and constant values: the first
+        line of its refusal, or None when it accepts the node or cannot judge it (an op of
+        another domain, a dtype it cannot name)."""
+        node = ctx.node
+        try:
+            schema = onnx.defs.get_schema(node.op_type, ctx.opset, node.domain)
+            types, data = {}, {}
+            for name in node.input:
+                if not name:
+                    continue
+                value = self.values[name]
+                elem = helper.np_dtype_to_tensor_dtype(np.dtype(value.dtype))
+                types[name] = helper.make_tensor_type_proto(elem, list(value.shape))
+                if value.const is not None:
+                    data[name] = numpy_helper.from_array(np.asarray(value.const), name)
+        except (onnx.defs.SchemaError, KeyError, TypeError, ValueError):
+            return None
+        opsets = [helper.make_opsetid(domain, version) for domain, version in self.opsets.items()]
+        try:
+            onnx.shape_inference.infer_node_outputs(schema, node, types, data, opset_imports=opsets)
+        except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError, RuntimeError) as e:
+            return _first_line(e)
+        return None
 
     def try_fold(self, ctx: NodeContext, opset: int | None = None) -> bool:
         """Fold a node whose inputs are all constants with ONNX's reference implementation
