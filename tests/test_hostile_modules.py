@@ -209,3 +209,20 @@ def test_module_without_its_weight_file_attribute(tmp_path, capsys, top_files):
     assert bad != text
     mlir = _write(tmp_path, bad, weights)
     _assert_refused(capsys, tmp_path, mlir, "no module.weight_file attribute", commands=("run", "deploy"))
+
+
+@pytest.mark.parametrize(("output", "words"), [
+    ("m.mlir", "is the same file as the input"),
+    ("m_weights.npz", "the weight file of the input"),
+    ("x/../m.mlir", "is the same file as the input"),
+])
+def test_tpu_opt_output_on_its_input_is_refused(tmp_path, capsys, top_files, output, words):
+    """tpu-opt -o m.mlir on m.mlir truncated its input before parsing it; now nothing is touched."""
+    text, weights = top_files
+    mlir = _write(tmp_path, text, weights)
+    (tmp_path / "x").mkdir()
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
+    assert tpu_opt.main([str(mlir), "-p", "canonicalize", "-o", str(tmp_path / output)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and words in err and "Traceback" not in err
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == before

@@ -70,12 +70,25 @@ class TpuOptMain(xDSLOptMain):
     def run(self) -> None:
         """xDSL's run, then the files: weights first, then the module, each renamed into place."""
         self._weights_out = []
+        self._check_paths()
         super().run()
         for target, arrays in self._weights_out:
             write_npz_atomic(target, arrays)
         if self._held is not None:
             text = self._held.getvalue()
             write_atomic(self.args.output_file, lambda f: f.write(text))
+
+    def _check_paths(self) -> None:
+        """Before anything is read: no output may be an input (the module, its weight file,
+        --weight-file) or another output, and each must be a file in a writable folder."""
+        from tpu_xdsl.outputs import Role, check_paths, module_inputs, named, weight_file_of
+
+        output, weight_output = self.args.output_file, self.args.weight_output
+        outputs = [*named("-o", output), *named("--weight-output", weight_output)]
+        if output and not weight_output:  # where changed weights go
+            outputs.append(Role("-o", weight_file_of(output), output, "the weight file"))
+        source = self.args.input_file if self.args.input_file not in (None, "-") else None
+        check_paths([*module_inputs("the input", source), *named("--weight-file", self.args.weight_file)], outputs)
 
     def prepare_input(self):
         try:
@@ -157,6 +170,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"tpu-opt: error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as e:
+        from tpu_xdsl.files import Terminated
+
+        terminated = isinstance(e, Terminated)
+        print(f"tpu-opt: {'terminated' if terminated else 'interrupted'}", file=sys.stderr)
+        return 143 if terminated else 130
     except Exception as e:
         if debug:
             raise
