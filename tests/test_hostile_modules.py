@@ -226,3 +226,12 @@ def test_tpu_opt_output_on_its_input_is_refused(tmp_path, capsys, top_files, out
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and words in err and "Traceback" not in err
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == before
+
+
+def test_integer_attribute_out_of_range(tmp_path, capsys, top_files):
+    """2^64 where an i64 goes: xDSL's parser builds the attribute and its verifier refuses it."""
+    text, weights = top_files
+    changed = re.sub(r"group = 1 : i64", "group = 18446744073709551616 : i64", text, count=1)
+    assert changed != text
+    mlir = _write(tmp_path, changed, weights)
+    _assert_refused(capsys, tmp_path, mlir, "out of range for type i64", commands=("run", "deploy", "tpu-opt", "check"))

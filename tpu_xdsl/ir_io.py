@@ -42,6 +42,8 @@ def parse_module(text: str, source: str = "<string>") -> ModuleOp:
     except ParseError as e:
         location = str(e).splitlines()[0]
         raise InvalidIRError(f"{location}: {e.msg}") from e
+    except DiagnosticException as e:  # an attribute the parser builds refuses its value (an i64 of 2^64)
+        raise InvalidIRError(f"{source}: {_first_line(str(e))}") from e
     verify_module(module, source)
     return module
 
