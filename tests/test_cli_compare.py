@@ -85,7 +85,7 @@ def test_int8_dumps_compare_by_real_value_with_dequant(compiled, tmp_path, capsy
     ("make", "args", "fragments"),
     [
         (None, ["missing.npz", "b.npz"], ["missing.npz: no such file"]),
-        ("text", ["bad.npz", "b.npz"], ["bad.npz: not a readable .npz"]),
+        ("text", ["bad.npz", "b.npz"], ["bad.npz: not an .npz archive"]),
         ("other", ["other.npz", "b.npz"], ["no tensor name in common", "same model"]),
         (None, ["a.npz", "b.npz", "--names", "nothing*"], ["--names 'nothing*' matches none"]),
         (None, ["a.npz", "b.npz", "--tolerance", "2,1"], ["--tolerance '2,1'", "two numbers in [-1, 1]"]),

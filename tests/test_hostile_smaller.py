@@ -155,3 +155,52 @@ def test_an_unnamed_array_feeds_a_single_input_model(top, tmp_path, capsys):
     np.savez(tmp_path / "x.npz", np.zeros((1, 3, 8, 8), np.float32))
     code, _, err = run(capsys, "run", top.mlir, "--input", tmp_path / "x.npz", "--output", tmp_path / "y.npz")
     assert code == 0, err
+
+
+def _npy_named_npz(path):
+    np.save(path.with_suffix(".npy"), np.ones((1, 3, 8, 8), np.float32))
+    path.with_suffix(".npy").rename(path)
+
+
+def _huge_header(path):
+    """An .npy header declaring 2^40 x 3 x 8 x 8 floats over 16 bytes of data."""
+    import io
+    import zipfile
+
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, {"descr": "<f4", "fortran_order": False,
+                                                  "shape": (2**40, 3, 8, 8)})
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("image.npy", header.getvalue() + bytes(16))
+
+
+def _not_an_array(path):
+    import zipfile
+
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("other.txt", "hello")
+
+
+@pytest.mark.parametrize(("make", "words"), [
+    (_npy_named_npz, ("not an .npz archive", "an .npy array: name it .npy")),
+    (lambda p: p.write_bytes(b""), ("not an .npz archive (empty)",)),
+    (lambda p: p.write_bytes(b"PK\x03\x04"), ("not an .npz archive", "truncated")),
+    (_huge_header, ("array 'image'", "768.0 TiB", "--max-tensor-bytes")),
+    (_not_an_array, ("member 'other.txt' is not an array",)),
+])
+def test_hostile_npz_files_are_one_line_errors_everywhere(top, tmp_path, capsys, make, words):
+    """np.load raised TypeError, EOFError, BadZipFile, MemoryError or handed back bytes for
+    these; every command that reads an .npz now says what is wrong with it."""
+    bad = tmp_path / "bad.npz"
+    make(bad)
+    out = tmp_path / "out"
+    out.mkdir()
+    commands = [
+        ["run", top.mlir, "--input", bad, "--output", out / "y.npz"],
+        ["compare", bad, top.reference],
+        ["deploy", top.mlir, "--quantize", "F32", "--test-input", top.x, "--test-reference", bad, "-o", out / "d.mlir"],
+        ["transform", "--model-def", top.folder / "m.onnx", "--model-name", "m", "--constant-inputs", bad,
+         "-o", out / "m.mlir"],
+    ]
+    for args in commands:
+        assert_fails_cleanly(capsys, (top.folder, tmp_path), args, "bad.npz", *words)

@@ -3,7 +3,6 @@ the interpreter and the device runtime; no xDSL here)."""
 
 from __future__ import annotations
 
-import zipfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -54,10 +53,9 @@ def read_input_file(path: str, names: list[str], image: Callable[[Path], np.ndar
         if len(names) != 1:
             raise UsageError(f"{path}: an image can feed a single-input model; this one has {len(names)} inputs")
         return {names[0]: image(file)}
-    try:
-        if file.suffix == ".npy":
-            return {names[0]: np.load(file, allow_pickle=False)}
-        with np.load(file, allow_pickle=False) as npz:
-            return {k: npz[k] for k in npz.files}
-    except (OSError, ValueError, zipfile.BadZipFile) as e:
-        raise UsageError(f"{path}: cannot read inputs ({e}); give an .npz, .npy or image file") from e
+    from tpu_xdsl.npz import read_npy, read_npz
+
+    hint, where = "give an .npz, .npy or image file (an .npz holds arrays by input name)", f"{path}: cannot read inputs"
+    if file.suffix == ".npy":
+        return {names[0]: read_npy(file, hint, where)}
+    return read_npz(file, hint, where)

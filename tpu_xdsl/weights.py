@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import weakref
 import zipfile
-import zlib
 from collections.abc import Iterator, Mapping, MutableMapping
 from pathlib import Path
 from typing import IO
@@ -25,6 +24,7 @@ from tpu_xdsl.errors import TpuXdslError
 from tpu_xdsl.files import write_atomic
 from tpu_xdsl.kernels.dtypes import element_type, numpy_dtype
 from tpu_xdsl.limits import check_tensor_size
+from tpu_xdsl.npz import READ_ERRORS, read_header
 
 
 class WeightFileError(TpuXdslError):
@@ -35,10 +35,6 @@ class WeightMismatchError(WeightFileError):
     """A weight's array does not have the shape or element type its `top.weight` op gives it."""
 
 
-# What reading a damaged archive or `.npy` member can raise: a truncated or corrupt zip
-# (BadZipFile, zlib.error, EOFError), a bad header (ValueError), an unsupported or
-# encrypted member (NotImplementedError, RuntimeError).
-_READ_ERRORS = (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error, NotImplementedError, RuntimeError)
 _KEEP_TOGETHER = "it is written beside the .mlir that names it (module.weight_file): keep the two together"
 
 
@@ -69,7 +65,7 @@ class WeightStore(MutableMapping[str, np.ndarray]):
                 f"weight file {self.source} is not an .npz archive (truncated or another kind of file: {e}); "
                 f"{self.hint}"
             ) from e
-        except _READ_ERRORS as e:
+        except READ_ERRORS as e:
             reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
             raise WeightFileError(f"cannot read weight file {self.source} ({reason}); {self.hint}") from e
         self._members = {info.filename.removesuffix(".npy"): info
@@ -100,8 +96,8 @@ class WeightStore(MutableMapping[str, np.ndarray]):
         info = self._member(name)
         try:
             with self._archive.open(info) as member:  # type: ignore[union-attr]
-                shape, _, dtype = _read_header(member)
-        except _READ_ERRORS as e:
+                shape, _, dtype = read_header(member)
+        except READ_ERRORS as e:
             raise self._damaged(name, e) from e
         if dtype.hasobject:
             raise WeightFileError(
@@ -118,7 +114,7 @@ class WeightStore(MutableMapping[str, np.ndarray]):
         try:
             with self._archive.open(self._members[name]) as member:  # type: ignore[union-attr]
                 value = np.lib.format.read_array(member, allow_pickle=False)
-        except _READ_ERRORS as e:
+        except READ_ERRORS as e:
             raise self._damaged(name, e) from e
         self._loaded[name] = value
         return value
@@ -295,17 +291,6 @@ def _describe(shape: tuple[int, ...], dtype: np.dtype | str) -> str:
     dims = "x".join(str(d) for d in shape) if shape else "0-d"
     kind = dtype.name if dtype.isnative else dtype.str
     return f"{dims} {kind}"
-
-
-def _read_header(member: IO[bytes]) -> tuple[tuple[int, ...], bool, np.dtype]:
-    """Shape, Fortran order and dtype of a `.npy` stream (versions 1.0 and 2.0; 3.0 only
-    differs for structured dtypes, which no weight has)."""
-    version = np.lib.format.read_magic(member)
-    if version == (1, 0):
-        return np.lib.format.read_array_header_1_0(member)
-    if version == (2, 0):
-        return np.lib.format.read_array_header_2_0(member)
-    raise ValueError(f".npy format version {version[0]}.{version[1]}")
 
 
 def weight_name(op: Operation) -> str:

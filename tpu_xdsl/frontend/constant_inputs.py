@@ -11,9 +11,7 @@ the test input's values may bind inputs that only steer shapes or branches
 from __future__ import annotations
 
 import ast
-import zipfile
 from collections.abc import Mapping
-from pathlib import Path
 
 import numpy as np
 import onnx
@@ -43,14 +41,9 @@ SHAPE_READERS = {"Shape", "Size"}
 def parse_constant_inputs(text: str) -> dict[str, np.ndarray]:
     """`NAME=VALUE[,NAME=VALUE...]` (VALUE a number or a nested list) or an .npz file."""
     if text.endswith(".npz"):
-        path = Path(text)
-        if not path.is_file():
-            raise ConstantInputError(f"--constant-inputs {text}: no such file")
-        try:
-            with np.load(path, allow_pickle=False) as npz:
-                return {k: npz[k] for k in npz.files}
-        except (OSError, ValueError, zipfile.BadZipFile) as e:
-            raise ConstantInputError(f"--constant-inputs {text}: cannot read the .npz ({e})") from e
+        from tpu_xdsl.npz import read_npz
+
+        return read_npz(text, "give an .npz of the inputs' values by name", where=f"--constant-inputs {text}")
     values: dict[str, np.ndarray] = {}
     for item in _split_top_level(text):
         name, sep, literal = item.partition("=")

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from pathlib import Path
 
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
+from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.interpreter import Interpreter, PythonValues
 from xdsl.interpreters.func import FuncFunctions
 from xdsl.ir import Operation
@@ -95,22 +94,6 @@ def real_values(module: ModuleOp, tensors: Mapping[str, np.ndarray]) -> dict[str
         name: params[name].dequantize(value) if name in params and value.dtype.kind in "iu" else value
         for name, value in tensors.items()
     }
-
-
-def load_weights(module: ModuleOp, mlir_path: str | Path | None) -> Mapping[str, np.ndarray]:
-    """The module's weight file (`module.weight_file`, relative to the .mlir file)."""
-    attr = module.attributes.get("module.weight_file")
-    if attr is None:
-        return {}
-    assert isinstance(attr, StringAttr)
-    base = Path(mlir_path).parent if mlir_path is not None else Path.cwd()
-    path = base / attr.data
-    try:
-        return np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as e:
-        raise TpuXdslError(
-            f"cannot read weight file {path} named by module.weight_file: {e}"
-        ) from e
 
 
 def model_rounding(module: ModuleOp):

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
-import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -45,16 +44,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def read_npz(path: str) -> dict[str, np.ndarray]:
     """The arrays of an .npz file, or a one-line error naming what is wrong with it."""
-    file = Path(path)
-    if not file.is_file():
-        raise CompareUsageError(f"{path}: no such file; give an .npz of tensors by name")
-    try:
-        with np.load(file, allow_pickle=False) as npz:
-            if not isinstance(npz, np.lib.npyio.NpzFile):
-                raise CompareUsageError(f"{path}: a single array, not tensors by name; give an .npz")
-            return {name: npz[name] for name in npz.files}
-    except (OSError, ValueError, zipfile.BadZipFile) as e:
-        raise CompareUsageError(f"{path}: not a readable .npz ({e})") from e
+    from tpu_xdsl.npz import read_npz as read
+
+    return read(path, "give an .npz of tensors by name")
 
 
 def _dequantize(path: str, tensors: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

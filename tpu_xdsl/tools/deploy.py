@@ -105,18 +105,11 @@ def _as_the_model_holds(module, reference: dict, asymmetric: bool, quant_input: 
 
 def _read_reference(path: str, tensor_names: set[str]) -> dict:
     """The TOP tensors of `transform --test-result`; they must name tensors of this module."""
-    import numpy as np
-
     from tpu_xdsl.errors import UsageError
+    from tpu_xdsl.npz import read_npz
 
     what = "give the .npz that 'tpu-xdsl transform --test-result' wrote for this model"
-    if not Path(path).is_file():
-        raise UsageError(f"--test-reference {path}: no such file; {what}")
-    try:
-        with np.load(path, allow_pickle=False) as npz:
-            reference = {k: npz[k] for k in npz.files}
-    except (OSError, ValueError) as e:
-        raise UsageError(f"--test-reference {path}: cannot read reference tensors ({e}); {what}") from e
+    reference = read_npz(path, what, where=f"--test-reference {path}")
     if not set(reference) & tensor_names:
         shown = ", ".join(sorted(reference)[:3]) or "none"
         raise UsageError(
