@@ -101,7 +101,7 @@ def test_histogram_bins_are_bounded(top, tmp_path, capsys):
     np.savez(data / "s0.npz", image=np.zeros((1, 3, 8, 8), np.float32))
     assert_fails_cleanly(capsys, (top.folder, tmp_path), ["calibrate", top.mlir, "--dataset", data,
                                                            "--histogram-bins", "1000000000", "-o", tmp_path / "t.cal"],
-                         "--histogram-bins 1000000000", "2048")
+                         "--histogram-bins 1000000000", "65536")
 
 
 def test_resize_dims_are_bounded(tmp_path, capsys):
@@ -204,3 +204,24 @@ def test_hostile_npz_files_are_one_line_errors_everywhere(top, tmp_path, capsys,
     ]
     for args in commands:
         assert_fails_cleanly(capsys, (top.folder, tmp_path), args, "bad.npz", *words)
+
+
+def test_jobs_are_bounded(top, tmp_path, capsys):
+    data = tmp_path / "data"
+    data.mkdir()
+    np.savez(data / "s0.npz", image=np.zeros((1, 3, 8, 8), np.float32))
+    for command in (["calibrate", top.mlir], ["search-qtable", top.mlir, "--calibration-table", top.table]):
+        args = [*command, "--dataset", data, "--jobs", "2147483648", "-o", tmp_path / "t.txt"]
+        assert_fails_cleanly(capsys, (top.folder, tmp_path), args, "--jobs 2147483648", "1 to 256")
+
+
+def test_search_qtable_says_a_bad_sample_in_one_line(top, tmp_path, capsys):
+    """A float64 sample among float32 ones: said by the command, not by a worker's traceback."""
+    data = tmp_path / "data"
+    data.mkdir()
+    np.savez(data / "a.npz", image=np.zeros((1, 3, 8, 8), np.float64))
+    np.savez(data / "b.npz", image=np.zeros((1, 3, 8, 8), np.float32))
+    assert_fails_cleanly(capsys, (top.folder, tmp_path), ["search-qtable", top.mlir, "--calibration-table", top.table,
+                                                           "--dataset", data, "--input-num", "2", "--jobs", "2",
+                                                           "-o", tmp_path / "q.txt"],
+                         "a.npz", "float64")

@@ -22,8 +22,10 @@ ENV_VAR = "TPU_XDSL_MAX_TENSOR_BYTES"
 FLAG = "--max-tensor-bytes"
 
 # Histogram bins per tensor in calibration, and image sides in preprocessing.
-MAX_HISTOGRAM_BINS = 1 << 20
+MAX_HISTOGRAM_BINS = 1 << 16
 MAX_IMAGE_SIDE = 16384
+# Worker processes a command may start (--jobs).
+MAX_JOBS = 256
 
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 _limit: int | None = None

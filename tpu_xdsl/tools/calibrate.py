@@ -104,7 +104,7 @@ def default_jobs(samples: int) -> int:
 
 def check_args(args: argparse.Namespace) -> None:
     from tpu_xdsl.calibration.thresholds import KL_LEVELS, METHODS
-    from tpu_xdsl.limits import MAX_HISTOGRAM_BINS
+    from tpu_xdsl.limits import MAX_HISTOGRAM_BINS, MAX_JOBS
 
     if (args.dataset is None) == (args.data_list is None):
         raise CalibrateUsageError("give the samples with exactly one of --dataset DIR or --data-list FILE")
@@ -117,8 +117,8 @@ def check_args(args: argparse.Namespace) -> None:
     if not KL_LEVELS <= args.histogram_bins <= MAX_HISTOGRAM_BINS:
         raise CalibrateUsageError(f"--histogram-bins {args.histogram_bins}: give {KL_LEVELS} to {MAX_HISTOGRAM_BINS} "
                                   "(the default 2048 is TPU-MLIR's)")
-    if args.jobs is not None and args.jobs < 1:
-        raise CalibrateUsageError(f"--jobs {args.jobs}: give 1 or more worker processes")
+    if args.jobs is not None and not 1 <= args.jobs <= MAX_JOBS:
+        raise CalibrateUsageError(f"--jobs {args.jobs}: give 1 to {MAX_JOBS} worker processes")
     output = Path(args.output)
     check_output_path("-o", args.output)
     if output.resolve() == Path(args.model).resolve():

@@ -61,6 +61,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 def check_args(args: argparse.Namespace):
     """The chip, the float mode and the paths, checked before any run; the chip's config."""
     from tpu_xdsl.device.chip import chip_config
+    from tpu_xdsl.limits import MAX_JOBS
 
     if (args.dataset is None) == (args.data_list is None):
         raise SearchUsageError("give the samples with exactly one of --dataset DIR or --data-list FILE")
@@ -70,8 +71,8 @@ def check_args(args: argparse.Namespace):
         raise SearchUsageError(f"--target-cosine {args.target_cosine}: give a cosine in (0, 1], e.g. 0.99")
     if args.max_float_ops is not None and args.max_float_ops < 0:
         raise SearchUsageError(f"--max-float-ops {args.max_float_ops}: give 0 or more")
-    if args.jobs is not None and args.jobs < 1:
-        raise SearchUsageError(f"--jobs {args.jobs}: give 1 or more worker processes")
+    if args.jobs is not None and not 1 <= args.jobs <= MAX_JOBS:
+        raise SearchUsageError(f"--jobs {args.jobs}: give 1 to {MAX_JOBS} worker processes")
     try:
         chip = chip_config(args.chip)
     except TpuXdslError as e:
@@ -116,7 +117,7 @@ def _progress(description: str, total: int):
 
 @writes_outputs
 def run(args: argparse.Namespace) -> int:
-    from tpu_xdsl.calibration.dataset import Dataset
+    from tpu_xdsl.calibration.dataset import Dataset, SampleLoader
     from tpu_xdsl.calibration.model_scales import is_model_calibrated
     from tpu_xdsl.calibration.qtable_search import (
         TargetNotMet,
@@ -144,6 +145,9 @@ def run(args: argparse.Namespace) -> int:
         named("-o", args.output),
     )
     dataset.check(module)
+    loader = SampleLoader(module)
+    for path in dataset.paths:  # a sample the model cannot take is said here in one line, not in a worker
+        loader.load(path)
     if args.cluster:
         check_cluster(args.cluster)
     started = time.perf_counter()
