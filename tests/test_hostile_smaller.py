@@ -225,3 +225,14 @@ def test_search_qtable_says_a_bad_sample_in_one_line(top, tmp_path, capsys):
                                                            "--dataset", data, "--input-num", "2", "--jobs", "2",
                                                            "-o", tmp_path / "q.txt"],
                          "a.npz", "float64")
+
+
+def test_compare_values_near_the_float64_limit(tmp_path, capsys):
+    """Values of 1e300 overflowed the squares (math domain error, numpy warnings on stderr)."""
+    a = np.arange(1, 7, dtype=np.float64)
+    np.savez(tmp_path / "r.npz", t=a * 1e300)
+    np.savez(tmp_path / "a.npz", t=a * 1e300 * 1.001)
+    code, out, err = run(capsys, "compare", tmp_path / "r.npz", tmp_path / "a.npz", "--verbose")
+    assert (code, err) == (0, "")
+    assert compare_tensors("t", a, a * 1e300).cosine == pytest.approx(1.0)
+    assert compare_tensors("t", a * 1e300, a * 1e300 * 1.001).sqnr_db == pytest.approx(60.0, abs=1e-6)

@@ -98,16 +98,27 @@ def compare_tensors(name: str, reference: np.ndarray, actual: np.ndarray) -> Ten
                                 f"non-finite values: {count[1]} (inf/nan) vs {count[0]} in the reference")
     if not finite_a.all():  # the same infinities and NaNs in both: compare the rest
         a, b = a[finite_a], b[finite_a]
-    diff = a - b
-    max_abs = float(np.max(np.abs(diff))) if diff.size else 0.0
     exact = bool(np.array_equal(a, b)) if integer else None
+    with np.errstate(over="ignore"):
+        diff = a - b
+    max_abs = float(np.max(np.abs(diff))) if diff.size else 0.0
+    # The metrics are ratios: values past 1e150 (whose squares overflow) are compared scaled,
+    # each vector by its own largest value for the cosine, both by the larger for the rest.
+    largest_a, largest_b = (float(np.max(np.abs(v))) if v.size else 0.0 for v in (a, b))
+    unit_a, unit_b = a, b
+    if max(largest_a, largest_b) > 1e150:
+        unit_a, unit_b = (v / largest if largest else v for v, largest in ((a, largest_a), (b, largest_b)))
+        scale = max(largest_a, largest_b)
+        a, b = a / scale, b / scale
+        diff = a - b
     norm_a, norm_b, norm_d = (float(np.linalg.norm(v)) for v in (a, b, diff))
-    if norm_a == 0.0 and norm_b == 0.0:
+    unit_norm_a, unit_norm_b = float(np.linalg.norm(unit_a)), float(np.linalg.norm(unit_b))
+    if unit_norm_a == 0.0 and unit_norm_b == 0.0:
         cosine = 1.0
-    elif norm_a == 0.0 or norm_b == 0.0:
+    elif unit_norm_a == 0.0 or unit_norm_b == 0.0:
         cosine = 0.0
     else:
-        cosine = float(np.dot(a, b) / (norm_a * norm_b))
+        cosine = float(np.dot(unit_a, unit_b) / (unit_norm_a * unit_norm_b))
     mean_norm = float(np.linalg.norm((a + b) / 2))
     euclidean = 1.0 if norm_d == 0.0 else (1.0 - norm_d / mean_norm if mean_norm > 0 else 0.0)
     sqnr = math.inf if norm_d == 0.0 else (20 * math.log10(norm_a / norm_d) if norm_a > 0 else -math.inf)
