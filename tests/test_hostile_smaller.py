@@ -232,7 +232,35 @@ def test_compare_values_near_the_float64_limit(tmp_path, capsys):
     a = np.arange(1, 7, dtype=np.float64)
     np.savez(tmp_path / "r.npz", t=a * 1e300)
     np.savez(tmp_path / "a.npz", t=a * 1e300 * 1.001)
-    code, out, err = run(capsys, "compare", tmp_path / "r.npz", tmp_path / "a.npz", "--verbose")
+    code, _, err = run(capsys, "compare", tmp_path / "r.npz", tmp_path / "a.npz", "--verbose")
     assert (code, err) == (0, "")
     assert compare_tensors("t", a, a * 1e300).cosine == pytest.approx(1.0)
     assert compare_tensors("t", a * 1e300, a * 1e300 * 1.001).sqnr_db == pytest.approx(60.0, abs=1e-6)
+
+
+def test_usage_errors_are_one_line(capsys):
+    with pytest.raises(SystemExit) as stop:
+        run(capsys, "report", "--input", "x.npz", "-o", "r.html")
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "required: STAGE_FILE" in err and "--help" in err
+
+
+def test_an_output_name_too_long_for_the_file_system(top, tmp_path, capsys):
+    assert_fails_cleanly(capsys, (top.folder, tmp_path), ["run", top.mlir, "--input", top.x, "--output",
+                                                           tmp_path / ("b" * 300 + ".npz")],
+                         "cannot be written", "name another file")
+
+
+@pytest.mark.parametrize(("passes", "words"), [
+    ("nosuch", "Unrecognized passes: ['nosuch']"),
+    ("canonicalize{x=1}", "not found in expected arguments"),
+    (",", "pass pipeline"),
+])
+def test_tpu_opt_bad_pipeline_is_one_line(top, tmp_path, capsys, passes, words):
+    from tpu_xdsl.tools import tpu_opt
+
+    assert tpu_opt.main([str(top.mlir), "-p", passes, "-o", str(tmp_path / "o.mlir")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and words in err and f"-p {passes!r}" in err
+    assert not (tmp_path / "o.mlir").exists()

@@ -117,6 +117,13 @@ def _same(a: Path, b: Path) -> bool:
 
 def _check_place(output: Role) -> None:
     """The output can be a file: not a folder, in a folder that exists and is writable."""
+    try:
+        _check_place_of(output)
+    except OSError as e:  # a name too long for the file system, a loop of links, ...
+        raise OutputPathError(f"{output.describe()}: cannot be written ({e.strerror or e}); name another file") from e
+
+
+def _check_place_of(output: Role) -> None:
     path = output.path
     name = output.describe()
     raw = output.raw if output.raw is not None else str(path)

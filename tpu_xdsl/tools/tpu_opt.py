@@ -17,7 +17,7 @@ from typing import IO
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp, StringAttr
-from xdsl.utils.exceptions import DiagnosticException, ParseError
+from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from tpu_xdsl.errors import EXIT_INTERNAL, TpuXdslError, internal_error_line
@@ -77,6 +77,14 @@ class TpuOptMain(xDSLOptMain):
         if self._held is not None:
             text = self._held.getvalue()
             write_atomic(self.args.output_file, lambda f: f.write(text))
+
+    def setup_pipeline(self) -> None:
+        """xDSL's pipeline from `-p`; a name or argument it cannot take is a one-line error."""
+        try:
+            super().setup_pipeline()
+        except (ValueError, TypeError, ArgSpecParseError) as e:  # ArgSpecParseError is a BaseException
+            reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise TpuXdslError(f"-p {self.args.passes!r}: {reason}; tpu-opt --help lists the passes") from e
 
     def _check_paths(self) -> None:
         """Before anything is read: no output may be an input (the module, its weight file,
@@ -169,6 +177,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if debug:
             raise
         print(f"tpu-opt: error: {e}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as e:  # a target (-t llvm) whose package is not installed
+        if debug:
+            raise
+        print(f"tpu-opt: error: {e}: the chosen target needs it; install it or pick another -t", file=sys.stderr)
         return 2
     except KeyboardInterrupt as e:
         from tpu_xdsl.files import Terminated

@@ -51,8 +51,16 @@ def _list_ops(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with its usage errors on one line, as every other error (exit 2); the
+    subcommands' parsers are of this class too."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} ({self.prog} --help shows the usage)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tpu-xdsl", description="Deploy ONNX models to a TPU, checking every stage.")
+    parser = _Parser(prog="tpu-xdsl", description="Deploy ONNX models to a TPU, checking every stage.")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     parser.add_argument("--max-tensor-bytes", metavar="SIZE",
                         help="refuse any tensor larger than this (e.g. 2G; default: a quarter of the available memory)")
