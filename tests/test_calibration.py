@@ -649,7 +649,7 @@ def test_bad_flags_and_modules(small, tmp_path, capsys):
     cases = [
         (["--input-num", "0"], ["--input-num 0", "at least 1 sample"]),
         (["--method", "entropy"], ["--method 'entropy'", "kl, mse, max, percentile9999"]),
-        (["--histogram-bins", "100"], ["--histogram-bins 100", "at least 128"]),
+        (["--histogram-bins", "100"], ["--histogram-bins 100", "give 128 to 65536"]),
         (["--tune-num", "-1"], ["--tune-num -1"]),
         (["--data-list", str(data / "s0.npz")], ["exactly one of --dataset DIR or --data-list FILE"]),
     ]

@@ -166,7 +166,7 @@ def test_a_target_out_of_reach_names_the_best_cosine_and_writes_nothing(prepared
     [
         (["--float-mode", "F16", "--chip", "cv183x"], "--float-mode F16: chip cv183x computes floats in BF16"),
         (["--target-cosine", "1.5"], "--target-cosine 1.5: give a cosine in (0, 1]"),
-        (["--jobs", "0"], "--jobs 0: give 1 or more worker processes"),
+        (["--jobs", "0"], "--jobs 0: give 1 to 256 worker processes"),
         (["--cluster", "ray://127.0.0.1:1"], "--cluster ray://127.0.0.1:1: cannot connect"),
         (["--cluster", "127.0.0.1:1"], "give ray://HOST:PORT"),
     ],
