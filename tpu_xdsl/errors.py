@@ -14,6 +14,18 @@ def internal_error_line(tool: str, error: BaseException) -> str:
     )
 
 
+def interrupted(tool: str, error: KeyboardInterrupt) -> int:
+    """Print the line for Ctrl-C or SIGTERM (`files.Terminated`) and return the exit code a
+    shell gives a process the signal ends: 128 + its number (130, 143)."""
+    import sys
+
+    from tpu_xdsl.files import Terminated
+
+    terminated = isinstance(error, Terminated)
+    print(f"{tool}: {'terminated' if terminated else 'interrupted'}", file=sys.stderr)
+    return 143 if terminated else 130
+
+
 class TpuXdslError(Exception):
     """Base of every error caused by user input; the CLI prints it on one line."""
 

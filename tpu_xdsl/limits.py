@@ -108,7 +108,7 @@ def check_tensor_size(what: str, shape: Sequence[int], itemsize: int | np.dtype 
     Negative dimensions are the caller's to report; here they count as 0.
     """
     size = np.dtype(itemsize).itemsize if not isinstance(itemsize, int) else itemsize
-    nbytes = element_count(max(int(d), 0) for d in shape) * size
+    nbytes = element_count([max(int(d), 0) for d in shape]) * size
     limit = max_tensor_bytes()
     if nbytes > limit:
         dims = "x".join(str(int(d)) for d in shape) or "scalar"

@@ -20,7 +20,7 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from tpu_xdsl.errors import EXIT_INTERNAL, TpuXdslError, internal_error_line
+from tpu_xdsl.errors import EXIT_INTERNAL, TpuXdslError, internal_error_line, interrupted
 from tpu_xdsl.files import write_atomic
 from tpu_xdsl.ir_io import check_definitions, check_inputs
 from tpu_xdsl.universe import TPU_XDSL_UNIVERSE
@@ -184,11 +184,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"tpu-opt: error: {e}: the chosen target needs it; install it or pick another -t", file=sys.stderr)
         return 2
     except KeyboardInterrupt as e:
-        from tpu_xdsl.files import Terminated
-
-        terminated = isinstance(e, Terminated)
-        print(f"tpu-opt: {'terminated' if terminated else 'interrupted'}", file=sys.stderr)
-        return 143 if terminated else 130
+        return interrupted("tpu-opt", e)
     except Exception as e:
         if debug:
             raise

@@ -13,7 +13,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from tpu_xdsl.errors import EXIT_INTERNAL, TpuXdslError, internal_error_line
+from tpu_xdsl.errors import EXIT_INTERNAL, TpuXdslError, internal_error_line, interrupted
 
 
 def _info(args: argparse.Namespace) -> int:
@@ -118,12 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"tpu-xdsl: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as e:
-        from tpu_xdsl.files import Terminated
-
-        # Ctrl-C and SIGTERM end as a shell reports a process they end: 128 + the signal.
-        terminated = isinstance(e, Terminated)
-        print(f"tpu-xdsl: {'terminated' if terminated else 'interrupted'}", file=sys.stderr)
-        return 143 if terminated else 130
+        return interrupted("tpu-xdsl", e)
     except BrokenPipeError:  # the reader of our output went away (| head): not an error
         sys.stderr.close()
         return 0
