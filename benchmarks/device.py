@@ -79,7 +79,6 @@ def lower_built(name: str, folder: Path, mode: str, chip: str):
     from tpu_xdsl.calibration.calibrator import Options, calibrate
     from tpu_xdsl.calibration.dataset import Dataset
     from tpu_xdsl.frontend.onnx_importer import import_onnx
-    from tpu_xdsl.frontend.onnx_model import load_model
     from tpu_xdsl.ir_io import save_module
     from tpu_xdsl.transforms.import_calibration import import_calibration
     from tpu_xdsl.transforms.lower_top_to_tpu import lower_top_to_tpu
@@ -88,7 +87,7 @@ def lower_built(name: str, folder: Path, mode: str, chip: str):
 
     path = folder / f"{name}.onnx"
     BUILT[name](path)
-    result = import_onnx(load_model(str(path)), name)
+    result = import_onnx(path, name)
     attach_weights(result.module, result.weights)
     canonicalize(result.module)
     shape = result.module.body.block.first_op.function_type.inputs.data[0].get_shape()

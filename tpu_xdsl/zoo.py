@@ -22,7 +22,6 @@ from tpu_xdsl.calibration.table import write_table
 from tpu_xdsl.dialects.module import main_func
 from tpu_xdsl.errors import TpuXdslError
 from tpu_xdsl.frontend.onnx_importer import import_onnx
-from tpu_xdsl.frontend.onnx_model import load_model
 from tpu_xdsl.frontend.preprocess import Preprocess, parse_floats, parse_ints
 from tpu_xdsl.ir_io import save_module
 from tpu_xdsl.transforms.import_calibration import import_calibration
@@ -211,7 +210,7 @@ def lower_model(name: str, folder: Path, mode: str, chip: str, samples: int = 16
 
     light = name.startswith("light_")
     path, shapes = (light_model_path(name), None) if light else (model(name).path, [list(model(name).input_shape)])
-    result = import_onnx(load_model(str(path)), name, shapes)
+    result = import_onnx(path, name, shapes)
     if not light:
         model(name).preprocess().record(result.module)
     attach_weights(result.module, result.weights)

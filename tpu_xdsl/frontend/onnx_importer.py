@@ -593,8 +593,12 @@ def import_onnx(
     input_shapes: Sequence[Sequence[int]] | None = None,
     constant_inputs: Mapping[str, Any] | None = None,
     steering_values: Mapping[str, np.ndarray] | None = None,
+    validated: bool = False,
 ) -> ImportResult:
     """Import an ONNX model (a ModelProto or a path) into a TOP module and weights.
+
+    A ModelProto is validated first (`frontend.validate`) unless `validated` says the caller
+    has it from `onnx_model.load_model`, which validates what it reads.
 
     `constant_inputs` binds model inputs to constants (they leave the module's inputs).
     `steering_values` (a test input) may bind inputs that only steer shapes or branches,
@@ -605,6 +609,7 @@ def import_onnx(
         path = Path(model)
         model = load_model(path)
         model_name = model_name or path.stem
+        validated = True
     name = model_name or (model.graph.name or "model")
     if model.functions:
         # Model-local functions (exporters write modules as functions) become their bodies.
@@ -614,7 +619,9 @@ def import_onnx(
             model = inliner.inline_local_functions(model, convert_version=True)
         except Exception as e:  # the inliner's own checks of the functions: a malformed model
             raise InvalidModelError(f"model '{name}': its local functions cannot be inlined ({_first_line(e)})") from e
-    validate_model(model, f"model '{name}'")
+        validated = False  # the inlined bodies are new nodes
+    if not validated:
+        validate_model(model, f"model '{name}'")
     bound = binding.typed_constants(model, constant_inputs or {})
     notes = [binding.bound_note(n, v, "--constant-inputs") for n, v in bound.items()]
     steering = binding.steering_only_inputs(model)

@@ -106,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
         bar.set_postfix_str("import")
         # An .npz test input may bind inputs that only steer shapes or branches.
         steering = _npz_test_input(args.test_input, model)
-        result = import_onnx(model, args.model_name, shapes, constants, steering)
+        result = import_onnx(model, args.model_name, shapes, constants, steering, validated=True)
         preprocess.record(result.module)
         bar.update()
         bar.set_postfix_str("canonicalize")
