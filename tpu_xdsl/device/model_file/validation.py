@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from tpu_xdsl.device.chip import CHIPS
 from tpu_xdsl.device.isa import (
@@ -37,6 +37,8 @@ from tpu_xdsl.device.model_file.format import (
 )
 from tpu_xdsl.device.model_file.model import GroupDesc, IoDesc, TensorDesc, TpuModel
 from tpu_xdsl.limits import ResourceLimitError, check_tensor_size, max_tensor_bytes
+
+T = TypeVar("T")
 
 
 def show(value: Any) -> str:
@@ -290,27 +292,17 @@ def _image_sides(value: Any) -> tuple[int, ...]:
     return sides
 
 
-def _bool(value: Any) -> bool:
-    if type(value) is not bool:
-        raise ValueError(f"expected true or false, got {show(value)}")
-    return value
-
-
 def program_problem(instructions: list[Instruction]) -> str | None:
     """What breaks the program's order (ids 0..n-1, dependencies on earlier instructions), if anything."""
     for position, instruction in enumerate(instructions):
         if type(instruction.id) is not int or instruction.id != position:
             return (
-                f"{_name(instruction, position)} has id {instruction.id!r}; ids must be 0, 1, 2, ... in program order"
+                f"{where(instruction, position)} has id {instruction.id!r}; ids must be 0, 1, 2, ... in program order"
             )
         for dep in instruction.deps:
             if not (type(dep) is int and 0 <= dep < position):
-                return f"{_name(instruction, position)} depends on instruction {dep!r}, which does not come before it"
+                return f"{where(instruction, position)} depends on instruction {dep!r}, which does not come before it"
     return None
-
-
-def _name(instruction: Instruction, position: int) -> str:
-    return where(instruction, position)
 
 
 def within(where: str, decode: Callable[[Any], Any], value: Any) -> Any:
@@ -320,28 +312,22 @@ def within(where: str, decode: Callable[[Any], Any], value: Any) -> Any:
         raise ValueError(f"{where}: {e}") from None
 
 
-def decode_int(value: Any) -> int:
-    if type(value) is not int:
-        raise ValueError(f"expected an integer, got {show(value)}")
-    return value
+def _exactly(kind: type[T], expected: str) -> Callable[[Any], T]:
+    """A decoder taking JSON values of exactly `kind` (so true is no integer, 1 no boolean)."""
+
+    def decode(value: Any) -> T:
+        if type(value) is not kind:
+            raise ValueError(f"expected {expected}, got {show(value)}")
+        return value
+
+    return decode
 
 
-def decode_str(value: Any) -> str:
-    if type(value) is not str:
-        raise ValueError(f"expected a string, got {show(value)}")
-    return value
-
-
-def decode_list(value: Any) -> list[Any]:
-    if type(value) is not list:
-        raise ValueError(f"expected a list, got {show(value)}")
-    return value
-
-
-def decode_object(value: Any) -> dict[str, Any]:
-    if type(value) is not dict:
-        raise ValueError(f"expected an object, got {show(value)}")
-    return value
+decode_int = _exactly(int, "an integer")
+decode_str = _exactly(str, "a string")
+decode_list: Callable[[Any], list[Any]] = _exactly(list, "a list")
+decode_object: Callable[[Any], dict[str, Any]] = _exactly(dict, "an object")
+_bool = _exactly(bool, "true or false")
 
 
 def _ints(value: Any) -> tuple[int, ...]:
