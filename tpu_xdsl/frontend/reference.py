@@ -11,7 +11,13 @@ from collections.abc import Mapping
 import numpy as np
 import onnx
 
+from tpu_xdsl.errors import TpuXdslError
+
 MIN_ORT_OPSET = 7
+
+
+class ReferenceRunError(TpuXdslError):
+    """onnxruntime (or ONNX's reference implementation) refuses to run the model."""
 
 
 def _with_all_outputs(model: onnx.ModelProto) -> onnx.ModelProto:
@@ -37,7 +43,26 @@ def run_reference(
     all_tensors: bool = True,
     threads: int | None = None,
 ) -> tuple[dict[str, np.ndarray], str]:
-    """(tensors by name, engine name). With `all_tensors`, intermediates are included."""
+    """(tensors by name, engine name). With `all_tensors`, intermediates are included.
+
+    The engine's refusal of the model or the inputs (a malformed model, an op it does not
+    support) is a one-line `ReferenceRunError`."""
+    try:
+        return _run(model, inputs, all_tensors, threads)
+    except TpuXdslError:
+        raise
+    except Exception as e:  # onnxruntime's errors have no common base: each is the model's or input's
+        lines = str(e).strip().splitlines()
+        reason = f"{type(e).__name__}: {lines[0][:300]}" if lines else type(e).__name__
+        raise ReferenceRunError(
+            f"the reference cannot run the model on the test input ({reason}); check the model and the "
+            "test input (the model may be malformed or use what onnxruntime does not support)"
+        ) from e
+
+
+def _run(
+    model: onnx.ModelProto, inputs: Mapping[str, np.ndarray], all_tensors: bool, threads: int | None
+) -> tuple[dict[str, np.ndarray], str]:
     target = _with_all_outputs(model) if all_tensors else model
     names = [o.name for o in target.graph.output]
     if opset_of(model) < MIN_ORT_OPSET:

@@ -522,30 +522,3 @@ def _check_schema(
                 f"{where}: input {i} '{name}' ({formal.name}) is {type_name(known[name])}, which the op "
                 f"does not take at this opset"
             )
-
-
-# -- the reference ---------------------------------------------------------------------------
-
-
-class ReferenceRunError(TpuXdslError):
-    """onnxruntime (or ONNX's reference implementation) refuses to run the model."""
-
-
-def run_reference_checked(
-    model: onnx.ModelProto, inputs: Mapping[str, np.ndarray]
-) -> tuple[dict[str, np.ndarray], str]:
-    """`frontend.reference.run_reference`, with the reference's refusal of a malformed model as a
-    one-line error (the command runs it before writing anything)."""
-    from tpu_xdsl.frontend.reference import run_reference
-
-    try:
-        return run_reference(model, inputs)
-    except TpuXdslError:
-        raise
-    except Exception as e:
-        lines = str(e).strip().splitlines()
-        reason = f"{type(e).__name__}: {lines[0][:300]}" if lines else type(e).__name__
-        raise ReferenceRunError(
-            f"the reference cannot run the model on the test input ({reason}); check the model and the "
-            "test input (the model may be malformed or use what onnxruntime does not support)"
-        ) from e
