@@ -191,6 +191,41 @@ def test_the_output_never_overwrites_an_input(prepared):
     assert done.returncode == 2 and "give --calibration-table" in done.stderr
 
 
+class _FlakyRay:
+    """Stands in for the ray module: init fails with the given errors, then succeeds."""
+
+    def __init__(self, *errors: Exception):
+        self.errors = list(errors)
+        self.inits = self.shutdowns = 0
+
+    def init(self, **_kwargs) -> None:
+        self.inits += 1
+        if self.errors:
+            raise self.errors.pop(0)
+
+    def shutdown(self) -> None:
+        self.shutdowns += 1
+
+
+def test_joining_retries_while_the_cluster_aborts_initialization(monkeypatch):
+    from tpu_xdsl import workers
+
+    monkeypatch.setattr(workers.time, "sleep", lambda _seconds: None)
+    aborted = ConnectionAbortedError("Initialization failure from server:\nspecific server failed")
+    ray = _FlakyRay(aborted, aborted)
+    workers._join(ray, "ray://127.0.0.1:1")
+    assert (ray.inits, ray.shutdowns) == (3, 2)
+    # Any other failure is reported at once, in one line.
+    ray = _FlakyRay(ConnectionRefusedError("refused\nmore"))
+    with pytest.raises(workers.ClusterError, match=r"cannot join the cluster \(refused\)$"):
+        workers._join(ray, "ray://127.0.0.1:1")
+    assert ray.inits == 1
+    # An abort that lasts past JOIN_SECONDS is reported too.
+    monkeypatch.setattr(workers, "JOIN_SECONDS", 0.0)
+    with pytest.raises(workers.ClusterError, match="Initialization failure from server"):
+        workers._join(_FlakyRay(aborted), "ray://127.0.0.1:1")
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

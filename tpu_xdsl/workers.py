@@ -18,6 +18,7 @@ import logging
 import multiprocessing
 import os
 import socket
+import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -28,6 +29,10 @@ from tpu_xdsl.errors import TpuXdslError
 
 BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 CONNECT_SECONDS = 5.0
+# A Ray Client server starts a process per client; on a busy machine that start can fail
+# ("Initialization failure from server") though the next attempt succeeds, so joining is
+# retried for this long before it is reported.
+JOIN_SECONDS = 60.0
 
 
 class ClusterError(TpuXdslError):
@@ -158,10 +163,7 @@ def _ray_workers(factory: Callable[..., Any], args: tuple, jobs: int, address: s
     check_cluster(address)
     import ray
 
-    try:
-        ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False)
-    except (ConnectionError, RuntimeError) as e:
-        raise ClusterError(f"--cluster {address}: cannot join the cluster ({str(e).splitlines()[0]})") from e
+    _join(ray, address)
     try:
         cpus = int(ray.cluster_resources().get("CPU", 1))
         count = max(1, min(cpus, jobs) if jobs > 1 else cpus)
@@ -170,6 +172,24 @@ def _ray_workers(factory: Callable[..., Any], args: tuple, jobs: int, address: s
         yield _Ray(actors)
     finally:
         ray.shutdown()
+
+
+def _join(ray: Any, address: str) -> None:
+    """ray.init, tried again until JOIN_SECONDS have passed while the cluster aborts the
+    client's initialization (Ray Client raises ConnectionAbortedError when the server it
+    starts for the client fails); any other failure is reported at once."""
+    deadline = time.monotonic() + JOIN_SECONDS
+    while True:
+        try:
+            ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False)
+            return
+        except (ConnectionError, RuntimeError) as e:
+            ray.shutdown()
+            if not isinstance(e, ConnectionAbortedError) or time.monotonic() >= deadline:
+                raise ClusterError(
+                    f"--cluster {address}: cannot join the cluster ({str(e).splitlines()[0]})"
+                ) from e
+            time.sleep(2.0)
 
 
 class _RayWorker:
