@@ -31,7 +31,7 @@ def test_irdl_files_verify():
     from tpu_xdsl.dialects import irdl_dir
     from tpu_xdsl.dialects.irdl_loader import parse_irdl
 
-    for name in ("top.irdl", "tpu.irdl"):
+    for name in ("top.irdl", "tpu.irdl", "tosa.irdl"):
         parse_irdl((irdl_dir() / name).read_text(), name, verify=True)
 
 

@@ -289,3 +289,48 @@ irdl.dialect @rt {
     with_arg = '"rt.scope"() ({\n^bb0(%a: i8):\n  "test.termop"() : () -> ()\n}) : () -> ()'
     with pytest.raises(VerifyException, match="entry arguments do not verify"):
         Parser(ctx, with_arg).parse_module().verify()
+
+
+PROPERTIES_IRDL = """
+irdl.dialect @props {
+  irdl.operation @scale {
+    %t = irdl.base "!builtin.tensor"
+    %r = irdl.base "!builtin.tensor"
+    %i32 = irdl.is i32
+    %v = irdl.any
+    %axis = irdl.parametric @builtin::@integer<%v, %i32>
+    %note = irdl.base "#builtin.string"
+    irdl.operands(input: %t)
+    irdl.results(output: %r)
+    irdl.properties {"axis" = %axis, "note" = optional %note}
+  }
+}
+"""
+
+
+def test_properties_are_inherent_and_print_in_the_generic_form():
+    """`irdl.properties` (the loader's extension) declares properties: they parse from and
+    print to `<{...}>`, are verified against their constraints, and the IRDL text
+    round-trips through the extended parser."""
+    import io
+
+    from xdsl.printer import Printer
+
+    (dialect,) = load_irdl_dialects(PROPERTIES_IRDL, "props.irdl")
+    body = """func.func @main(%x: tensor<2xf32>) {
+      %0 = "props.scale"(%x) <{axis = 1 : i32}> : (tensor<2xf32>) -> tensor<2xf32>
+      func.return
+    }"""
+    module = parse(dialect, body)
+    module.verify()
+    out = io.StringIO()
+    Printer(out, print_generic_format=True).print_op(module)
+    assert '"props.scale"(%x) <{axis = 1 : i32}> :' in out.getvalue()
+    # As MLIR's parser does, an attribute dictionary entry of a property's name sets it.
+    as_attribute = parse(dialect, body.replace("<{axis = 1 : i32}>", "{axis = 1 : i32}"))
+    (op,) = [op for op in as_attribute.walk() if op.name == "props.scale"]
+    assert "axis" in op.properties and "axis" not in op.attributes
+    wrong = parse(dialect, body.replace("1 : i32", "1 : i64"))
+    with pytest.raises(VerifyException, match="'props.scale' property 'axis'"):
+        wrong.verify()
+    assert 'irdl.properties {"axis" = %' in str(parse_irdl(PROPERTIES_IRDL))

@@ -15,7 +15,7 @@ from xdsl.utils.exceptions import DiagnosticException, ParseError
 
 from tpu_xdsl.dialects.module import tensor_names
 from tpu_xdsl.errors import TpuXdslError
-from tpu_xdsl.universe import TPU_XDSL_UNIVERSE
+from tpu_xdsl.universe import register_project_dialects
 from tpu_xdsl.weights import attach_weights, save_weights, write_atomic
 
 
@@ -24,14 +24,13 @@ class InvalidIRError(TpuXdslError):
 
 
 def make_context() -> Context:
-    """A context with xDSL's dialects plus TOP and TPU."""
+    """A context with xDSL's dialects plus TOP, TPU and the project's TOSA (in place of xDSL's)."""
     from xdsl.dialects import get_all_dialects
 
     ctx = Context()
     for name, factory in get_all_dialects().items():
         ctx.register_dialect(name, factory)
-    for name, factory in TPU_XDSL_UNIVERSE.all_dialects.items():
-        ctx.register_dialect(name, factory)
+    register_project_dialects(ctx)
     return ctx
 
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import Builtin
@@ -11,7 +13,7 @@ from xdsl.ir import Dialect
 from xdsl.irdl import IRDLOperation
 
 from tpu_xdsl.dialects import op_traits, shapes
-from tpu_xdsl.dialects.irdl_loader import load_irdl_dialects
+from tpu_xdsl.dialects.irdl_loader import VerifyHook, load_irdl_dialects
 
 
 def irdl_dir() -> Path:
@@ -29,14 +31,19 @@ def cache_dir() -> Path:
     return Path(base) / "tpu-xdsl"
 
 
-def _load(file_name: str, context: Context) -> Dialect:
+def _load(
+    file_name: str,
+    context: Context,
+    verify_hooks: Mapping[str, VerifyHook] = shapes.VERIFY_HOOKS,
+    op_members: Mapping[str, Mapping[str, Any]] = op_traits.OP_MEMBERS,
+) -> Dialect:
     path = irdl_dir() / file_name
     (dialect,) = load_irdl_dialects(
         path.read_text(),
         f"irdl/{file_name}",
         context=context,
-        verify_hooks=shapes.VERIFY_HOOKS,
-        op_members=op_traits.OP_MEMBERS,
+        verify_hooks=verify_hooks,
+        op_members=op_members,
         module_prefix="tpu_xdsl.dialects",
         # tests/test_dialects.py verifies the IRDL files; skip it on every import.
         verify=False,

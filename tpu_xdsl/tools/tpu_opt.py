@@ -23,7 +23,7 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 from tpu_xdsl.errors import EXIT_INTERNAL, TpuXdslError, internal_error_line, interrupted
 from tpu_xdsl.files import write_atomic
 from tpu_xdsl.ir_io import check_definitions, check_inputs
-from tpu_xdsl.universe import TPU_XDSL_UNIVERSE
+from tpu_xdsl.universe import TPU_XDSL_UNIVERSE, register_project_dialects
 from tpu_xdsl.weights import attach_weights, used_weight_names, weights_of, write_npz_atomic
 
 
@@ -42,9 +42,7 @@ class TpuOptMain(xDSLOptMain):
 
     def register_all_dialects(self) -> None:
         super().register_all_dialects()
-        for name, factory in TPU_XDSL_UNIVERSE.all_dialects.items():
-            if name not in self.ctx.registered_dialect_names:
-                self.ctx.register_dialect(name, factory)
+        register_project_dialects(self.ctx)
 
     def register_all_passes(self) -> None:
         super().register_all_passes()

@@ -40,8 +40,10 @@ from xdsl.irdl import (
     operand_def,
     opt_attr_def,
     opt_operand_def,
+    opt_prop_def,
     opt_result_def,
     param_def,
+    prop_def,
     region_def,
     result_def,
     var_operand_def,
@@ -203,7 +205,8 @@ class _DialectBuilder:
         cls = self.attr_classes.get((dialect, sym))
         if cls is not None:
             return cls
-        found = self.context.get_optional_attr(name[1:])
+        lookup = self.context.get_optional_type if name[0] == "!" else self.context.get_optional_attr
+        found = lookup(name[1:])
         if found is None:
             raise self.error(where, f"irdl.base {name!r} names no known attribute or type")
         return found
@@ -298,6 +301,7 @@ class _DialectBuilder:
         if self.add_values(namespace, op_name, scope, entry["results"], "result"):
             options.append(AttrSizedResultSegments(as_property=True))
         self.add_attributes(namespace, op_name, scope, entry["attributes"])
+        self.add_attributes(namespace, op_name, scope, entry["properties"], properties=True)
         self.add_regions(namespace, op_name, scope, entry["regions"])
         if options:
             namespace["irdl_options"] = tuple(options)
@@ -347,10 +351,22 @@ class _DialectBuilder:
         return multi > 1
 
     def add_attributes(
-        self, namespace: dict[str, Any], op_name: str, scope: _Scope, attributes: list[list[Any]]
+        self,
+        namespace: dict[str, Any],
+        op_name: str,
+        scope: _Scope,
+        attributes: list[list[Any]],
+        properties: bool = False,
     ) -> None:
+        kind = "property" if properties else "attribute"
         for name, optional, cid in attributes:
-            constr = FieldConstraint(self.constraint(scope, cid, op_name), op_name, "attribute", name)
+            constr = FieldConstraint(self.constraint(scope, cid, op_name), op_name, kind, name)
+            if properties:
+                make = opt_prop_def if optional else prop_def
+                ident = _python_name(name)
+                field = make(constr, prop_name=name) if ident != name else make(constr)
+                self.add_field(namespace, op_name, name, field)
+                continue
             make = opt_attr_def if optional else attr_def
             ident = _python_name(name)
             field = make(constr, attr_name=name) if ident != name else make(constr)

@@ -2,7 +2,8 @@
 
 xDSL's `irdl.attributes` does not parse the newer MLIR syntax for optional attributes
 (`"name" = optional %c`), so files are parsed with `IRDL_EXTENDED`, a copy of the
-IRDL dialect whose `irdl.attributes` is `AttributesOp`."""
+IRDL dialect whose `irdl.attributes` is `AttributesOp`, plus `irdl.properties`
+(`PropertiesOp`, the same syntax) for inherent attributes kept as properties."""
 
 from __future__ import annotations
 
@@ -30,15 +31,8 @@ from xdsl.utils.exceptions import ParseError, VerifyException
 from tpu_xdsl.errors import IrdlLoadError
 
 
-@irdl_op_definition
-class AttributesOp(IRDLOperation):
-    """`irdl.attributes` with per-attribute variadicity (single or optional).
-
-    Syntax and property as in newer MLIR:
-    `irdl.attributes {"a" = %0, "b" = optional %1}`.
-    """
-
-    name = "irdl.attributes"
+class _NamedConstraintsOp(IRDLOperation):
+    """Named constraints, each single or optional: `{"a" = %0, "b" = optional %1}`."""
 
     attribute_values = var_operand_def(irdl.AttributeType())
     attribute_value_names = prop_def(ArrayAttr[StringAttr])
@@ -82,7 +76,7 @@ class AttributesOp(IRDLOperation):
         }
 
     @classmethod
-    def parse(cls, parser: Parser) -> AttributesOp:
+    def parse(cls, parser: Parser) -> _NamedConstraintsOp:
         def parse_entry() -> tuple[str, bool, SSAValue]:
             key = parser.parse_str_literal()
             parser.parse_punctuation("=")
@@ -95,7 +89,7 @@ class AttributesOp(IRDLOperation):
             parser.Delimiter.BRACES, parse_entry
         )
         entries = entries or []
-        return AttributesOp(
+        return cls(
             [value for _, _, value in entries],
             [key for key, _, _ in entries],
             [key for key, optional, _ in entries if optional],
@@ -133,9 +127,29 @@ class AttributesOp(IRDLOperation):
                 raise VerifyException("attributes cannot be variadic")
 
 
+@irdl_op_definition
+class AttributesOp(_NamedConstraintsOp):
+    """`irdl.attributes` with per-attribute variadicity (single or optional).
+
+    Syntax and property as in newer MLIR:
+    `irdl.attributes {"a" = %0, "b" = optional %1}`.
+    """
+
+    name = "irdl.attributes"
+
+
+@irdl_op_definition
+class PropertiesOp(_NamedConstraintsOp):
+    """`irdl.properties {"a" = %0, "b" = optional %1}`: inherent attributes kept as MLIR
+    properties, printed in the generic form's `<{...}>` as upstream dialects print theirs
+    (TOSA's). The syntax is `irdl.attributes`'s; the op is this loader's extension."""
+
+    name = "irdl.properties"
+
+
 IRDL_EXTENDED = Dialect(
     "irdl",
-    [AttributesOp if op is irdl.AttributesOp else op for op in irdl.IRDL.operations],
+    [AttributesOp if op is irdl.AttributesOp else op for op in irdl.IRDL.operations] + [PropertiesOp],
     list(irdl.IRDL.attributes),
 )
 

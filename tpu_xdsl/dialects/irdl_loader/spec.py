@@ -20,7 +20,7 @@ from xdsl.ir import (
     SSAValue,
 )
 
-from tpu_xdsl.dialects.irdl_loader.parser import AttributesOp, parse_irdl
+from tpu_xdsl.dialects.irdl_loader.parser import AttributesOp, PropertiesOp, parse_irdl
 
 
 def _owner_dialect(op: Operation) -> str:
@@ -105,7 +105,7 @@ def extract_spec(module: ModuleOp) -> list[dict[str, Any]]:
                 spec: dict[str, Any] = {
                     "sym": entry.sym_name.data,
                     "py_class": entry.get_py_class_name(),
-                    "operands": [], "results": [], "attributes": [], "regions": [],
+                    "operands": [], "results": [], "attributes": [], "properties": [], "regions": [],
                     "constraints": table,
                 }
                 for inner in entry.body.block.ops:
@@ -116,9 +116,10 @@ def extract_spec(module: ModuleOp) -> list[dict[str, Any]]:
                                 [n.data, v.data.value, ids[a]]
                                 for n, v, a in zip(inner.names, inner.variadicity.value, inner.args, strict=True)
                             ]
-                        case AttributesOp():
+                        case AttributesOp() | PropertiesOp():
                             optional = inner.optional_names
-                            spec["attributes"] = [
+                            key = "properties" if isinstance(inner, PropertiesOp) else "attributes"
+                            spec[key] = [
                                 [n.data, n.data in optional, ids[a]]
                                 for n, a in zip(inner.attribute_value_names, inner.attribute_values, strict=True)
                             ]
@@ -132,7 +133,7 @@ def extract_spec(module: ModuleOp) -> list[dict[str, Any]]:
 
 
 # Bump when the spec format changes; cached specs of other versions are ignored.
-_SPEC_VERSION = 1
+_SPEC_VERSION = 2
 
 
 def load_spec(
