@@ -70,6 +70,22 @@ def require() -> None:
         raise IreeMissingError()
 
 
+_TOSA_STATE = re.compile(r'module\.state\s*=\s*"TOSA')
+
+
+def is_tosa_file(path: str | Path) -> bool:
+    """Whether `path` is a TOSA module: named `.tosa.mlir`, or a `.mlir` whose module.state
+    (in its module attributes, at the head of the file) starts with TOSA."""
+    if str(path).endswith(".tosa.mlir"):
+        return True
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            head = f.read(1 << 16)
+    except OSError:
+        return False
+    return _TOSA_STATE.search(head) is not None
+
+
 def iree_version() -> str:
     require()
     from iree.compiler.version import REVISIONS, VERSION

@@ -3,7 +3,8 @@ tensors), edges the tensors between them, layer-group membership marked.
 
 Taken from the most readable stage loaded: the TOP module, else the TPU module (through
 its unnamed tpu.load/tpu.store ops and out of tpu.group regions), else the ONNX graph,
-else the device model (edges where an instruction waits for another layer's). Layer
+else the device model (edges where an instruction waits for another layer's), else the
+final outputs of a TOSA module (no edges: IREE gives nothing else). Layer
 groups come from the device model, else from the TPU module's tpu.group ops. `report`
 draws it.
 """
@@ -139,8 +140,15 @@ def device_graph(model) -> LayerGraph:
     return LayerGraph(layers, sorted(edges), "device tensors")
 
 
+def outputs_graph(outputs: Mapping[str, np.ndarray]) -> LayerGraph:
+    """A stage that gives its final outputs only (a TOSA module run by IREE): one layer each."""
+    layers = [Layer(i, [name], "output", tuple(np.shape(value))) for i, (name, value) in enumerate(outputs.items())]
+    return LayerGraph(layers, [], "final outputs")
+
+
 def layer_graph(stages: Sequence[Stage], results: Mapping[str, Mapping[str, np.ndarray]]) -> LayerGraph:
-    """The graph of the most readable stage loaded (TOP, TPU, ONNX, device), with the layer
+    """The graph of the most readable stage loaded (TOP, TPU, ONNX, device, else the final
+    outputs of a TOSA stage), with the layer
     groups of the device model (or the TPU module) marked on its layers."""
     by_kind = {s.kind: s for s in stages}
     if "top" in by_kind:
@@ -150,8 +158,10 @@ def layer_graph(stages: Sequence[Stage], results: Mapping[str, Mapping[str, np.n
     elif "onnx" in by_kind:
         shapes = {name: tuple(np.shape(v)) for name, v in results["onnx"].items()}
         graph = onnx_graph(by_kind["onnx"].handle, shapes)
-    else:
+    elif "device" in by_kind:
         graph = device_graph(by_kind["device"].handle)
+    else:
+        graph = outputs_graph(results["tosa"])
     if "device" in by_kind:
         graph.groups = [(g.name, tuple(g.ops)) for g in by_kind["device"].handle.groups]
     elif "tpu" in by_kind:

@@ -1,14 +1,18 @@
 """A model's stages, loaded from their files, run on one input, compared by tensor name.
 
-The four stages of the flow, each run by its own engine:
+The four stages of the flow and the TOSA export, each run by its own engine:
 
 - ONNX (`.onnx`): onnxruntime, every intermediate tensor kept;
 - TOP (`.mlir`, module.state TOP...): the xDSL interpreter;
 - TPU (`.mlir`, module.state TPU...): the xDSL interpreter, INT8 codes dequantized;
-- device (`.tpumodel`): the device model, every named tensor copied out when it is complete.
+- device (`.tpumodel`): the device model, every named tensor copied out when it is complete;
+- TOSA (`.tosa.mlir`, module.state TOSA...): compiled and run by IREE (the `tosa` extra),
+  final outputs only. It branches off the flow: it is checked against the stage it was
+  exported from (the TPU module when it records a module.mode, else TOP, else ONNX) and is
+  never the reference of another stage.
 
 Every stage names its tensors by the ONNX tensor names, so tensors of two stages pair up by
-name. `debug` and `report` are built on this module.
+name. `debug`, `report` and `compare` are built on this module.
 """
 
 from __future__ import annotations
@@ -25,10 +29,13 @@ from tpu_xdsl.device.model_file import load_model
 from tpu_xdsl.device.runtime import LoadedModel, real_value
 from tpu_xdsl.errors import TpuXdslError
 from tpu_xdsl.feeds import read_input_file
-from tpu_xdsl.interp.compare import DEFAULT_TOLERANCE, DEVICE_FLOAT_COSINE, Tolerance
+from tpu_xdsl.interp.compare import DEFAULT_TOLERANCE, DEVICE_FLOAT_COSINE, TOSA_TOLERANCE, Tolerance
 
 # Stages in the order of the flow: a stage's reference is the nearest loaded one before it.
-KINDS = ("onnx", "top", "tpu", "device")
+# TOSA comes last: an export out of the flow, checked against its source (`reference_of`).
+KINDS = ("onnx", "top", "tpu", "device", "tosa")
+# Stages that run whole, final outputs only or not op by op: never stepped by `debug`.
+WHOLE_RUN_KINDS = ("onnx", "tosa")
 
 
 class StageError(TpuXdslError):
@@ -48,15 +55,30 @@ class Stage:
 
     @property
     def mode(self) -> str | None:
-        """The quantization mode (INT8, F16, ...) of a TPU or device stage; None before."""
+        """The quantization mode (INT8, F16, ...) of a TPU, device or TOSA stage; None before."""
         if self.kind == "device":
             return self.handle.mode
+        if self.kind == "tosa":
+            state = _string_attribute(self.handle, "module.state") or ""
+            return state.removeprefix("TOSA").lstrip("_") or "F32"
         if self.kind == "tpu":
             from xdsl.dialects.builtin import StringAttr
 
             mode = self.handle.attributes.get("module.mode")
             return mode.data if isinstance(mode, StringAttr) else None
         return None
+
+    @property
+    def from_tpu(self) -> bool:
+        """Whether a TOSA stage was exported from a TPU module (it keeps its module.mode)."""
+        return self.kind == "tosa" and _string_attribute(self.handle, "module.mode") is not None
+
+    @cached_property
+    def compiled(self):
+        """A TOSA stage compiled by IREE (cached on disk by content) and loaded, once."""
+        from tpu_xdsl.export.iree import compile_tosa_file, load_vmfb
+
+        return load_vmfb(compile_tosa_file(self.path), source=str(self.path))
 
     @cached_property
     def loaded(self):
@@ -72,6 +94,8 @@ class Stage:
             return [i.name for i in model_inputs(self.handle)]
         if self.kind == "device":
             return [d.name for d in self.handle.inputs]
+        if self.kind == "tosa":
+            return tosa_input_names(self.handle)
         # delays xDSL and the dialects: device sessions read no IR
         from tpu_xdsl.dialects.module import input_names
 
@@ -109,6 +133,8 @@ class Stage:
         if self.kind == "device":
             result = self.loaded.run(feeds, dump_all=True)
             return self.real_values({**result.tensors, **result.outputs})
+        if self.kind == "tosa":
+            return self.compiled.run(feeds)
         # delays the xDSL interpreter: device sessions run no IR
         from tpu_xdsl.interp.runner import TensorCapture, run_module
 
@@ -143,23 +169,62 @@ class Stage:
         from tpu_xdsl.dialects.module import main_func
 
         ops = sum(1 for op in main_func(self.handle).walk() if op.name not in SILENT_OPS)
+        if self.kind == "tosa":
+            return f"{self.label}: {self.path.name} ({ops} ops, run by IREE, final outputs only)"
         return f"{self.label}: {self.path.name} ({ops} ops, run by the xDSL interpreter)"
 
 
 # Ops that hold data or end a block: nothing to step through or compare.
-SILENT_OPS = frozenset({"func.func", "func.return", "top.weight", "top.none"})
+SILENT_OPS = frozenset({"func.func", "func.return", "top.weight", "top.none", "tosa.const", "tosa.const_shape"})
+
+
+def _string_attribute(module, name: str) -> str | None:
+    from xdsl.dialects.builtin import StringAttr
+
+    attr = module.attributes.get(name)
+    return attr.data if isinstance(attr, StringAttr) else None
 
 
 def _module_kind(module, path: Path) -> str:
-    from xdsl.dialects.builtin import StringAttr
-
-    state = module.attributes.get("module.state")
-    text = state.data if isinstance(state, StringAttr) else ""
+    text = _string_attribute(module, "module.state") or ""
     if text.startswith(("TOP", "TPU")):
         return text[:3].lower()
+    if text.startswith("TOSA") or (not text and path.name.endswith(".tosa.mlir")):
+        return "tosa"
     raise StageError(
-        f"{path}: module.state is {text or 'missing'}; give a TOP .mlir from transform or a TPU .mlir from deploy"
+        f"{path}: module.state is {text or 'missing'}; give a TOP .mlir from transform, a TPU .mlir from deploy "
+        "or a .tosa.mlir from export"
     )
+
+
+def tosa_input_names(module) -> list[str]:
+    """A TOSA module's inputs by name: the `tpu.name` of @main's arguments (`inputN` for one
+    without), the names IREE's reflection reports too."""
+    from xdsl.dialects.builtin import StringAttr
+
+    from tpu_xdsl.dialects.module import main_func
+
+    main = main_func(module)
+    attrs = main.arg_attrs.data if main.arg_attrs is not None else ()
+    names = [f"input{i}" for i in range(len(main.body.block.args))]
+    for index, entry in enumerate(attrs):
+        name = entry.data.get("tpu.name")
+        if isinstance(name, StringAttr):
+            names[index] = name.data
+    return names
+
+
+def load_tosa_inputs(path: str, module) -> dict[str, np.ndarray]:
+    """A TOSA module's inputs from an .npz, an .npy or an image (through the preprocessing the
+    module keeps from the module it was exported from)."""
+    from tpu_xdsl.dialects.module import main_func
+    from tpu_xdsl.frontend.preprocess import Preprocess
+
+    def image(file: Path):
+        shape = main_func(module).function_type.inputs.data[0].get_shape()  # type: ignore[attr-defined]
+        return (Preprocess.from_module(module) or Preprocess()).load_image(file, shape)
+
+    return read_input_file(path, tosa_input_names(module), image)
 
 
 def load_stage(path: str | Path) -> Stage:
@@ -185,11 +250,19 @@ def load_stage(path: str | Path) -> Stage:
 
         module = read_module(file)
         kind = _module_kind(module, file)
+        if kind == "tosa":
+            # IREE runs it: without the extra, one line saying how to install, before any run
+            from tpu_xdsl.export.iree import require
+
+            require()
+            stage = Stage(kind, "TOSA", file, module)
+            stage.label = f"TOSA {stage.mode}"
+            return stage
         stage = Stage(kind, kind.upper(), file, module, attach_weights(module, base_dir=file.parent))
         if stage.mode is not None:
             stage.label = f"TPU {stage.mode}"
         return stage
-    raise StageError(f"{path}: unknown stage file; give an .onnx, a TOP or TPU .mlir, or a .tpumodel")
+    raise StageError(f"{path}: unknown stage file; give an .onnx, a TOP or TPU .mlir, a .tosa.mlir or a .tpumodel")
 
 
 def load_stages(paths: Sequence[str | Path]) -> list[Stage]:
@@ -208,7 +281,13 @@ def load_stages(paths: Sequence[str | Path]) -> list[Stage]:
 
 
 def reference_of(stages: Sequence[Stage], stage: Stage) -> Stage | None:
-    """The stage `stage` is checked against: the nearest loaded one before it in the flow."""
+    """The stage `stage` is checked against: the nearest loaded one before it in the flow; for
+    a TOSA export, the stage it was exported from (a TPU module, else the device model of
+    one, else TOP, else ONNX for one from a TPU module; TOP, else ONNX for one from TOP)."""
+    by_kind = {s.kind: s for s in stages}
+    if stage.kind == "tosa":
+        order = ("tpu", "device", "top", "onnx") if stage.from_tpu else ("top", "onnx")
+        return next((by_kind[kind] for kind in order if kind in by_kind), None)
     before = [s for s in stages if KINDS.index(s.kind) < KINDS.index(stage.kind)]
     return before[-1] if before else None
 
@@ -225,6 +304,9 @@ def read_feeds(path: str, stages: Sequence[Stage]) -> dict[str, np.ndarray]:
     for stage in stages:
         if stage.kind == "device":
             return load_device_inputs(path, stage.handle)
+    for stage in stages:
+        if stage.kind == "tosa":
+            return load_tosa_inputs(path, stage.handle)
 
     def no_image(file: Path):
         raise StageError(f"{file}: an image needs the preprocessing a .mlir or .tpumodel records; give an .npz")
@@ -268,7 +350,12 @@ def default_tolerance(reference: Stage, stage: Stage) -> Tolerance:
     """What `stage` must reach against `reference`: TOP against ONNX and the TPU interpreter
     against TOP as transform and deploy check them; the device against the TPU interpreter
     as deploy checks it (integer tensors equal, floats to 0.99999); the device against a
-    float stage (no TPU stage loaded) as the TPU interpreter would be, by its mode."""
+    float stage (no TPU stage loaded) as the TPU interpreter would be, by its mode. A TOSA
+    export against the stage it came from (`TOSA_TOLERANCE`, by its mode); one from a TPU
+    module against a float stage as the TPU module would be."""
     if stage.kind == "device" and reference.kind == "tpu":
         return Tolerance(DEVICE_FLOAT_COSINE, -1.0)
+    if stage.kind == "tosa" and (reference.kind in ("tpu", "device") or not stage.from_tpu):
+        mode = stage.mode or "F32"
+        return Tolerance.parse(TOSA_TOLERANCE.get(mode, TOSA_TOLERANCE["F32"]))
     return Tolerance.parse(DEFAULT_TOLERANCE.get(stage.mode or "F32", DEFAULT_TOLERANCE["F32"]))

@@ -1,6 +1,13 @@
 """`tpu-xdsl compare`: two `.npz` files of tensors by name (TPU-MLIR's npz_tool compare).
 
     tpu-xdsl compare reference.npz actual.npz [--tolerance C,E] [--names PATTERN] [--verbose]
+    tpu-xdsl compare N.top.mlir N.tosa.mlir --input x.npz
+
+Either file may be a stage file instead (`.onnx`, TOP or TPU `.mlir`, `.tpumodel`,
+`.tosa.mlir`; `inspect.stages` loads it): it is run on `--input` and its tensors compared
+(a `.tosa.mlir`'s final outputs, run by IREE). Two stage files compare to the tolerance
+`debug` and `report` give the pair (a TOSA export against its source: F32 to cosine
+0.99999), unless `--tolerance` says otherwise.
 
 Every name in both files is compared (`interp.compare`): cosine, euclidean
 similarity and SQNR against the first file, the largest absolute difference;
@@ -30,10 +37,14 @@ class CompareUsageError(TpuXdslError):
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser("compare", help="compare two .npz files of tensors by name (cosine, euclidean, SQNR)")
-    p.add_argument("reference", help="the reference tensors (.npz), e.g. TOP's from transform --test-result")
-    p.add_argument("actual", help="the tensors to check (.npz), e.g. from tpu-xdsl run --dump-all")
-    p.add_argument("--tolerance", default=DEFAULT_TOLERANCE,
-                   help=f"min cosine,euclidean for float tensors (default {DEFAULT_TOLERANCE})")
+    p.add_argument("reference", help="the reference tensors (.npz), e.g. TOP's from transform --test-result, "
+                                     "or a stage file run on --input")
+    p.add_argument("actual", help="the tensors to check (.npz), e.g. from tpu-xdsl run --dump-all, or a stage file "
+                                  "(.onnx, .mlir, .tpumodel, .tosa.mlir) run on --input")
+    p.add_argument("--input", help="what a stage file given instead of an .npz runs on (.npz, .npy or an image)")
+    p.add_argument("--tolerance",
+                   help=f"min cosine,euclidean for float tensors (default {DEFAULT_TOLERANCE}; for two stage "
+                        "files, the pair's as debug and report check it)")
     p.add_argument("--names", help="compare only names matching this shell pattern, e.g. 'conv*'")
     p.add_argument("--verbose", action="store_true", help="list every tensor, not only the failing ones")
     p.add_argument("--dequant", metavar="TPU.mlir",
@@ -47,6 +58,39 @@ def read_npz(path: str) -> dict[str, np.ndarray]:
     from tpu_xdsl.npz import read_npz as read
 
     return read(path, "give an .npz of tensors by name")
+
+
+def _is_npz(path: str) -> bool:
+    return Path(path).suffix.lower() == ".npz"
+
+
+def read_sides(args: argparse.Namespace):
+    """The reference's and the actual tensors (an .npz read, a stage file run on --input) and
+    the default tolerance: the stage pair's for two stage files, else DEFAULT_TOLERANCE."""
+    from tpu_xdsl.interp.compare import Tolerance
+
+    stage_files = [path for path in (args.reference, args.actual) if not _is_npz(path)]
+    if args.input is None and stage_files:
+        raise CompareUsageError(f"{stage_files[0]} is not an .npz: give --input FILE to run it as a stage, "
+                                "or an .npz of its tensors")
+    if args.input is not None and not stage_files:
+        raise CompareUsageError("--input runs a stage file given instead of an .npz; both files are .npz here")
+    if not stage_files:
+        return read_npz(args.reference), read_npz(args.actual), Tolerance.parse(DEFAULT_TOLERANCE)
+    # delays the stages' engines: two .npz files need none
+    from tpu_xdsl.inspect.stages import align_feeds, check_feeds, default_tolerance, load_stage, read_feeds
+
+    stages = {path: load_stage(path) for path in stage_files}
+    loaded = list(stages.values())
+    input_path = str(args.input)
+    feeds = read_feeds(input_path, loaded)
+    check_feeds(feeds, loaded, input_path)
+    sides = [stages[path].run(align_feeds(feeds, stages[path])) if path in stages else read_npz(path)
+             for path in (args.reference, args.actual)]
+    tolerance = Tolerance.parse(DEFAULT_TOLERANCE)
+    if len(loaded) == 2:
+        tolerance = default_tolerance(*loaded)
+    return sides[0], sides[1], tolerance
 
 
 def _dequantize(path: str, tensors: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -71,8 +115,8 @@ def compare(args: argparse.Namespace) -> int:
         summarize,
     )
 
-    tolerance = Tolerance.parse(args.tolerance)
-    reference, actual = read_npz(args.reference), read_npz(args.actual)
+    reference, actual, pair_tolerance = read_sides(args)
+    tolerance = Tolerance.parse(args.tolerance) if args.tolerance else pair_tolerance
     common = [name for name in actual if name in reference]
     if not common:
         raise CompareUsageError(

@@ -3,12 +3,14 @@
     tpu-xdsl debug STAGE_FILE... --input FILE [--stage KIND] [--script FILE] [--tolerance C,E]
 
 The stage files are any of the model's: the `.onnx`, the TOP `.mlir` (transform), the TPU
-`.mlir` (deploy) and the `.tpumodel` (deploy -o x.tpumodel). One of them is *stepped*, by
+`.mlir` (deploy), the `.tpumodel` (deploy -o x.tpumodel) and the `.tosa.mlir` (export, run
+by IREE: final outputs only). One of them is *stepped*, by
 default the last in the flow: a TOP or TPU module op by op on the xDSL interpreter (a
 listener holds the interpreter before each op), a `.tpumodel` instruction by instruction
 on the device model (its program's steps, in simulated time). The other stages run whole
 the first time a command needs them, and serve as references: each stage is checked
-against the nearest loaded stage before it (ONNX < TOP < TPU < device).
+against the nearest loaded stage before it (ONNX < TOP < TPU < device), a TOSA export
+against the stage it was exported from.
 
 Commands (`help CMD` says more): run, step [n], next, continue, break, delete, where, list,
 print, compare, diff, info, stage, quit. Tab completes commands and tensor names; the
@@ -24,7 +26,7 @@ from pathlib import Path
 
 from tpu_xdsl.errors import UsageError
 from tpu_xdsl.inspect.debug import Session, run_script, run_terminal
-from tpu_xdsl.inspect.stages import Stage, check_feeds, load_stages, read_feeds
+from tpu_xdsl.inspect.stages import WHOLE_RUN_KINDS, Stage, check_feeds, load_stages, read_feeds
 from tpu_xdsl.interp.compare import Tolerance
 
 
@@ -33,7 +35,7 @@ def add_parser(subparsers) -> None:
         "debug", help="step through a model's stages (ONNX, TOP, TPU, .tpumodel) and compare tensors as they appear"
     )
     p.add_argument("stages", nargs="+", metavar="STAGE_FILE",
-                   help="the model's .onnx, TOP .mlir, TPU .mlir and/or .tpumodel, any subset")
+                   help="the model's .onnx, TOP .mlir, TPU .mlir, .tpumodel and/or .tosa.mlir, any subset")
     p.add_argument("--input", required=True, help="the input: .npz by input name, .npy, or an image")
     p.add_argument("--stage", choices=("top", "tpu", "device"),
                    help="the stage to step (default: the last loaded in the flow)")
@@ -43,10 +45,10 @@ def add_parser(subparsers) -> None:
 
 
 def stepped_stage(stages: list[Stage], kind: str | None) -> Stage:
-    """The stage --stage names, by default the last loaded in the flow (ONNX is not steppable)."""
-    steppable = [s for s in stages if s.kind != "onnx"]
+    """The stage --stage names, by default the last loaded in the flow (ONNX and TOSA run whole)."""
+    steppable = [s for s in stages if s.kind not in WHOLE_RUN_KINDS]
     if not steppable:
-        raise UsageError("debug steps a TOP or TPU .mlir or a .tpumodel; give one besides the .onnx")
+        raise UsageError("debug steps a TOP or TPU .mlir or a .tpumodel; give one besides the .onnx and .tosa.mlir")
     if not kind:
         return steppable[-1]
     chosen = [s for s in steppable if s.kind == kind]

@@ -3,7 +3,8 @@
     tpu-xdsl report STAGE_FILE... --input FILE -o report.html [--tolerance C,E]
 
 STAGE_FILE is any of the model's stages (`.onnx`, TOP `.mlir`, TPU `.mlir`,
-`.tpumodel`; `inspect.stages` loads and runs them). The page shows:
+`.tpumodel`, `.tosa.mlir`: final outputs only, run by IREE; `inspect.stages` loads and
+runs them). The page shows:
 
 - a header: model, chip, mode, input, the stages, one summary line per pair of
   neighbouring stages, the simulated cycles against the roofline;
@@ -49,13 +50,13 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
              "every tensor compared, layer-group cycles and the engine timeline",
     )
     p.add_argument("stages", nargs="+", metavar="STAGE_FILE",
-                   help="the model's stages, any of: .onnx, TOP .mlir, TPU .mlir, .tpumodel")
+                   help="the model's stages, any of: .onnx, TOP .mlir, TPU .mlir, .tpumodel, .tosa.mlir")
     p.add_argument("--input", required=True, help="an .npz/.npy input or an image")
     p.add_argument("-o", "--output", required=True, help="the page to write (.html)")
     p.add_argument("--tolerance",
                    help="min cosine,euclidean for every pair of stages (default: per pair, what transform "
                         "and deploy check: TOP 0.99,0.99; TPU by mode, INT8 0.95,0.85; the device against TPU "
-                        "to cosine 0.99999)")
+                        "to cosine 0.99999; a TOSA export against its source by mode, F32 0.99999,0.999)")
     p.set_defaults(func=report)
     return p
 

@@ -1,4 +1,5 @@
-"""`tpu-xdsl run`: a TOP/TPU .mlir on the interpreter, a .tpumodel on the device model."""
+"""`tpu-xdsl run`: a TOP/TPU .mlir on the interpreter, a .tpumodel on the device model, a
+.tosa.mlir compiled (cached) and run by IREE."""
 
 from __future__ import annotations
 
@@ -11,11 +12,13 @@ from tpu_xdsl.outputs import check_output_path, check_paths, module_inputs, name
 
 
 def add_parser(sub) -> None:
-    r = sub.add_parser("run", help="run a TOP/TPU .mlir with the interpreter, or a .tpumodel on the device model")
-    r.add_argument("model", help="a .mlir or .tpumodel file")
+    r = sub.add_parser("run", help="run a TOP/TPU .mlir with the interpreter, a .tpumodel on the device model, "
+                                   "or a .tosa.mlir with IREE")
+    r.add_argument("model", help="a .mlir, .tpumodel or .tosa.mlir file")
     r.add_argument("--input", required=True, help=".npz/.npy inputs or an image")
     r.add_argument("--output", required=True, help="where to write the outputs (.npz)")
-    r.add_argument("--dump-all", action="store_true", help="also write every named intermediate tensor")
+    r.add_argument("--dump-all", action="store_true",
+                   help="also write every named intermediate tensor (not for a .tosa.mlir)")
     r.add_argument("--profile", action="store_true",
                    help="per layer group and layer: cycles, MACs, utilization, DMA bytes, engine busy; the roofline "
                         "(.tpumodel)")
@@ -32,6 +35,10 @@ def run(args: argparse.Namespace) -> int:
         return run_device(args)
     if args.profile or args.chip or args.trace:
         raise UsageError("--profile, --trace and --chip are for a .tpumodel run on the device model; this is a .mlir")
+    from tpu_xdsl.export.iree import is_tosa_file
+
+    if is_tosa_file(args.model):
+        return run_tosa(args)
     from tpu_xdsl.interp.runner import TensorCapture, run_module
     from tpu_xdsl.ir_io import read_module
     from tpu_xdsl.weights import attach_weights, write_npz_atomic
@@ -92,4 +99,26 @@ def run_device(args: argparse.Namespace) -> int:
     if args.trace:
         write_trace(args.trace, model, result.timeline, chip)
         print(f"wrote {args.trace} ({len(result.timeline.scheduled)} events; open it in https://ui.perfetto.dev)")
+    return 0
+
+
+def run_tosa(args: argparse.Namespace) -> int:
+    """A TOSA module compiled by IREE (cached by content) and run: its final outputs by name."""
+    from tpu_xdsl.export.iree import compile_tosa_file, load_vmfb, require
+    from tpu_xdsl.inspect.stages import load_tosa_inputs
+    from tpu_xdsl.ir_io import read_module
+    from tpu_xdsl.weights import write_npz_atomic
+
+    if args.dump_all:
+        raise UsageError(f"--dump-all: IREE gives the final outputs of {args.model} only; run the TOP or TPU .mlir "
+                         "it was exported from to dump every tensor")
+    require()
+    check_paths(named("the model", args.model) + named("--input", args.input), named("--output", args.output))
+    module = read_module(args.model)
+    inputs = load_tosa_inputs(args.input, module)
+    outputs = load_vmfb(compile_tosa_file(args.model), source=args.model).run(inputs)
+    write_npz_atomic(Path(args.output), outputs)
+    for name, value in outputs.items():
+        print(f"{name}: shape {list(value.shape)} {value.dtype}")
+    print(f"wrote {args.output} ({len(outputs)} tensors)")
     return 0

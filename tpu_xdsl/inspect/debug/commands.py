@@ -15,6 +15,7 @@ from tpu_xdsl.errors import TpuXdslError
 from tpu_xdsl.inspect.debug.cursors import DebugError, DeviceCursor, InterpreterCursor
 from tpu_xdsl.inspect.debug.points import Point
 from tpu_xdsl.inspect.debug.session import Session
+from tpu_xdsl.inspect.stages import WHOLE_RUN_KINDS, reference_of
 from tpu_xdsl.interp.compare import compare_all, compare_tensors, format_table
 
 PROMPT = "(tdb) "
@@ -117,7 +118,7 @@ class Debugger(cmd.Cmd):
         return [w for w in ("stages", "break", "memory") if w.startswith(text)]
 
     def complete_stage(self, text, *ignored) -> list[str]:
-        return [s.kind for s in self.session.stages if s.kind != "onnx" and s.kind.startswith(text)]
+        return [s.kind for s in self.session.stages if s.kind not in WHOLE_RUN_KINDS and s.kind.startswith(text)]
 
     def completenames(self, text, *ignored) -> list[str]:
         return [n for n in COMMANDS if n.startswith(text)]
@@ -366,7 +367,8 @@ class Debugger(cmd.Cmd):
 
     def do_compare(self, arg: str) -> None:
         """compare TENSOR: the tensor in every loaded stage side by side, each against the
-        stage before it (the stepped stage as far as it has run)."""
+        stage before it (a TOSA export against its source; the stepped stage as far as it
+        has run)."""
         name = arg.strip()
         if not name:
             raise DebugError("compare TENSOR: name a tensor (Tab completes)")
@@ -393,10 +395,13 @@ class Debugger(cmd.Cmd):
                 continue
             value = values[stage.label]
             line = f"  {stage.label:<16} {list(value.shape)!s:<18} {_stats(value)}"
-            if previous is not None:
-                row = compare_tensors(name, values[previous.label], value)
+            # a TOSA export against the stage it came from, the others against the one before
+            reference = reference_of(session.stages, stage)
+            base = reference if reference is not None and reference.label in values else previous
+            if base is not None:
+                row = compare_tensors(name, values[base.label], value)
                 verdict = "ok" if row.passes(session.tolerance(stage)) else "FAIL"
-                line += f"\n  {'':<16} vs {previous.label}: {_similarity(row)}  {verdict}"
+                line += f"\n  {'':<16} vs {base.label}: {_similarity(row)}  {verdict}"
             self.say(line)
             previous = stage
 
@@ -487,9 +492,9 @@ class Debugger(cmd.Cmd):
         if not kind:
             self.say(f"stepping {session.stepped.label}")
             return
-        choices = [s for s in session.stages if s.kind == kind and s.kind != "onnx"]
+        choices = [s for s in session.stages if s.kind == kind and s.kind not in WHOLE_RUN_KINDS]
         if not choices:
-            loaded = ", ".join(s.kind for s in session.stages if s.kind != "onnx")
+            loaded = ", ".join(s.kind for s in session.stages if s.kind not in WHOLE_RUN_KINDS)
             raise DebugError(f"stage {kind}: no such stage to step; loaded: {loaded}")
         session.step(choices[0])
         self.say(f"stepping {session.stepped.label}")

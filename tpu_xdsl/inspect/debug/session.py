@@ -59,13 +59,23 @@ class Session:
         return None
 
     def reference(self) -> Stage | None:
-        return reference_of(self.stages, self.stepped)
+        """What the stepped stage is checked against: the stage before it in the flow, else
+        a loaded TOSA export (its final outputs only)."""
+        return reference_of(self.stages, self.stepped) or self._tosa_reference(self.stepped)
+
+    def _tosa_reference(self, stage: Stage) -> Stage | None:
+        return next((s for s in self.stages if s.kind == "tosa" and s is not stage and stage.kind != "tosa"), None)
 
     def tolerance(self, stage: Stage) -> Tolerance:
+        if self.tolerance_override:
+            return self.tolerance_override
         reference = reference_of(self.stages, stage)
-        if self.tolerance_override or reference is None:
-            return self.tolerance_override or Tolerance.parse("0.99,0.99")
-        return default_tolerance(reference, stage)
+        if reference is not None:
+            return default_tolerance(reference, stage)
+        tosa = self._tosa_reference(stage)
+        if tosa is not None:  # the pair's tolerance, whichever way round it is checked
+            return default_tolerance(stage, tosa)
+        return Tolerance.parse("0.99,0.99")
 
     def full_run(self, stage: Stage) -> dict[str, np.ndarray]:
         """Every tensor of a whole run of `stage` (real values), run once per session."""

@@ -113,7 +113,7 @@ class Page:
 
 def model_name(stages: Sequence[Stage]) -> str:
     for stage in stages:
-        if stage.kind in ("top", "tpu"):
+        if stage.kind in ("top", "tpu", "tosa"):
             name = stage.handle.attributes.get("module.name")
             if name is not None:
                 return name.data
