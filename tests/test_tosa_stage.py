@@ -304,3 +304,52 @@ def test_debug_stops_where_the_stepped_top_diverges_from_a_tosa_reference(tmp_pa
     assert code == 0, out + err
     assert "stopped: 'c' diverges from TOSA F32" in out and "(tolerance 0.99999, 0.999)" in out
     assert "final outputs only)  [reference]" in out
+
+
+# The preprocessing a TOP module records, kept by the export: an image input goes through it.
+PREPROCESSED = """builtin.module attributes {module.name = "pre", module.state = "TOSA_F32", module.preprocess = {mean = [10.0, 20.0, 30.0], scale = [0.5, 0.5, 0.5], pixel_format = "bgr", channel_format = "nchw"}} {
+  func.func @main(%arg0: tensor<1x3x2x2xf32> {tpu.name = "image"}) -> (tensor<1x3x2x2xf32> {tpu.name = "same"}) {
+    %zero = "tosa.const"() <{values = dense<0.0> : tensor<1x3x1x1xf32>}> : () -> tensor<1x3x1x1xf32>
+    %0 = "tosa.add"(%arg0, %zero) : (tensor<1x3x2x2xf32>, tensor<1x3x1x1xf32>) -> tensor<1x3x2x2xf32>
+    func.return %0 : tensor<1x3x2x2xf32>
+  }
+}
+"""
+
+
+def test_run_reads_an_image_through_the_preprocessing_the_module_keeps(tmp_path, cache, capsys):
+    from PIL import Image
+
+    rgb = np.array([[[0, 50, 100], [200, 150, 250]], [[30, 60, 90], [255, 0, 128]]], np.uint8)  # H, W, RGB
+    Image.fromarray(rgb).save(tmp_path / "x.png")
+    model = write(tmp_path, "pre.tosa.mlir", PREPROCESSED)
+    code, _, err = run(capsys, "run", model, "--input", tmp_path / "x.png", "--output", tmp_path / "y.npz")
+    assert code == 0, err
+    # BGR order, minus the mean, times the scale, channels first
+    expected = ((rgb[:, :, ::-1].astype(np.float32) - [10, 20, 30]) * 0.5).transpose(2, 0, 1)[None]
+    with np.load(tmp_path / "y.npz") as y:
+        np.testing.assert_array_equal(y["same"], expected)
+
+
+def test_a_tosa_stage_is_checked_against_the_stage_it_was_exported_from():
+    """TOSA from TOP (no module.mode) against TOP though a TPU module is loaded; TOSA from a
+    TPU module (its module.mode kept) against it; no other stage takes TOSA as reference."""
+    from xdsl.dialects.builtin import ModuleOp, StringAttr
+
+    from tpu_xdsl.inspect.stages import Stage, default_tolerance, reference_of
+
+    def stage(kind: str, **attrs: str) -> Stage:
+        module = ModuleOp([])
+        module.attributes.update({f"module.{k}": StringAttr(v) for k, v in attrs.items()})
+        return Stage(kind, kind, Path(f"m.{kind}"), module)
+
+    onnx, top, tpu = stage("onnx"), stage("top", state="TOP_F32"), stage("tpu", state="TPU_INT8", mode="INT8")
+    from_top = stage("tosa", state="TOSA_F32")
+    from_tpu = stage("tosa", state="TOSA_INT8", mode="INT8")
+    assert reference_of([onnx, top, tpu, from_top], from_top) is top
+    assert reference_of([onnx, from_top], from_top) is onnx
+    assert reference_of([onnx, top, tpu, from_tpu], from_tpu) is tpu
+    assert reference_of([top, tpu, from_tpu], tpu) is top
+    assert (from_top.mode, from_tpu.mode) == ("F32", "INT8")
+    assert default_tolerance(top, from_top).cosine == 0.99999
+    assert default_tolerance(top, from_tpu).cosine == 0.95  # INT8 against float: as the TPU module is checked
