@@ -145,7 +145,11 @@ def compile_tosa(text: str, source: str = "<string>") -> Path:
         raise IreeCompileError(f"{source}:{first_diagnostic(str(e))} (IREE cannot compile it)") from e
     assert binary is not None  # no output_file: compile_str returns the bytes
     compile_count += 1
-    _write_atomic(final, bytes(binary))
+    try:
+        _write_atomic(final, bytes(binary))
+    except OSError as e:
+        raise UsageError(f"{final.parent}: cannot write the compiled module ({e.strerror}); set TPU_XDSL_CACHE "
+                         "to a writable folder") from e
     return final
 
 
