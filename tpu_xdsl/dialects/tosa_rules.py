@@ -51,6 +51,11 @@ def _zero_point(op: Operation, index: int, element: Attribute) -> None:
         raise VerifyException(f"'{op.name}' zero point {index} must be tensor<1x{element}>, not {zp}")
 
 
+def _non_negative(op: Operation, pad: Sequence[int]) -> None:
+    if any(p < 0 for p in pad):
+        raise VerifyException(f"'{op.name}' padding must be >= 0, not {list(pad)}")
+
+
 def _spatial_out(size: int, kernel: int, before: int, after: int, stride: int, dilation: int, op: Operation) -> int:
     span = size - 1 + before + after - (kernel - 1) * dilation
     if stride < 1 or dilation < 1:
@@ -79,6 +84,7 @@ def _convolution(spatial: int, depthwise: bool = False) -> Callable[[Operation],
         _zero_point(op, 3, _tensor(op.operands[0].type, "input").element_type)
         _zero_point(op, 4, _tensor(op.operands[1].type, "weight").element_type)
         pad, stride, dilation = _ints(op, "pad"), _ints(op, "stride"), _ints(op, "dilation")
+        _non_negative(op, pad)
         kernel = w[:spatial] if depthwise else w[1 : 1 + spatial]
         channels = w[spatial] if depthwise else w[-1]
         if channels != x[-1]:
@@ -97,6 +103,7 @@ def _pool(op: Operation) -> None:
     _lengths(op, {"kernel": 2, "stride": 2, "pad": 4})
     x = _shape(op.operands[0].type, f"'{op.name}' input")
     kernel, stride, pad = _ints(op, "kernel"), _ints(op, "stride"), _ints(op, "pad")
+    _non_negative(op, pad)
     sizes = []
     for i in range(2):
         span = x[1 + i] + pad[2 * i] + pad[2 * i + 1] - kernel[i]

@@ -1,4 +1,5 @@
-"""The project's passes, one per file; each file is named after its pass."""
+"""The project's passes, one per file; each file is named after its pass (the TOSA export's
+passes live in tpu_xdsl/export/)."""
 
 from collections.abc import Callable
 
@@ -7,6 +8,11 @@ from xdsl.passes import ModulePass
 
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     """Pass name -> factory returning the pass class (imported lazily)."""
+
+    def convert_top_to_tosa():
+        from tpu_xdsl.export.convert_top_to_tosa import ConvertTopToTosa
+
+        return ConvertTopToTosa
 
     def import_calibration():
         from tpu_xdsl.transforms.import_calibration import ImportCalibrationPass
@@ -84,6 +90,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         return TpuLayerGroup
 
     return {
+        "convert-top-to-tosa": convert_top_to_tosa,
         "import-calibration": import_calibration,
         "lower-top-to-tpu": lower_top_to_tpu,
         "top-constant-fold": top_constant_fold,

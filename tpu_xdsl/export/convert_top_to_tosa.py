@@ -1,0 +1,140 @@
+"""`convert-top-to-tosa`: a TOP module (F32) becomes a TOSA 1.0 module that upstream MLIR
+tools and IREE read.
+
+- @main keeps the model's interface: its inputs and outputs in the source layout (NCHW) and
+  element types, each named by a `tpu.name` argument or result attribute (the tensor names
+  every stage's results are keyed by).
+- Weights become `tosa.const` ops with their exact bytes (hex in the printed text).
+- Convolutions and pools work channels-last; transposes appear only where a value changes
+  layout (see `tosa_builder`), so a conv chain holds none between its convs.
+- The module keeps the source's `module.*` attributes (name, preprocessing), with
+  module.state TOSA_<mode> and module.source_state the state it came from.
+- Every op that cannot be exported is named, all at once, in one line (`ExportError`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+from xdsl.context import Context as XdslContext
+from xdsl.dialects import func
+from xdsl.dialects.builtin import DictionaryAttr, ModuleOp, StringAttr, TensorType
+from xdsl.ir import Block, Region, SSAValue
+from xdsl.passes import ModulePass
+
+from tpu_xdsl.dialects.attr_values import op_attrs
+from tpu_xdsl.dialects.module import input_names, main_func, output_names
+from tpu_xdsl.export.rules import RULES, Context, ExportError
+from tpu_xdsl.export.tosa_builder import Builder, Val, numpy_dtype
+from tpu_xdsl.weights import weights_of
+
+# Ops that only carry a value through: the model's inputs and absent operands.
+_PASSTHROUGH = {"input", "none"}
+
+
+def unsupported_ops(module: ModuleOp) -> list[str]:
+    """The kinds of @main's ops the export has no rule for, in order of first use."""
+    missing: list[str] = []
+    for op in main_func(module).body.block.ops:
+        dialect, _, kind = op.name.partition(".")
+        known = kind in RULES or kind in _PASSTHROUGH or kind == "weight"
+        if dialect in ("top", "tpu") and not known and op.name not in missing:
+            missing.append(op.name)
+    return missing
+
+
+def export_tosa(module: ModuleOp, weights: Mapping[str, np.ndarray] | None = None) -> ModuleOp:
+    """A new TOSA module computing what `module`'s @main computes."""
+    missing = unsupported_ops(module)
+    if missing:
+        raise ExportError(
+            f"cannot export to TOSA: no TOSA form for {', '.join(missing)}; docs/tosa.md lists what exports"
+        )
+    store = weights if weights is not None else weights_of(module)
+    main = main_func(module)
+    arg_types = list(main.function_type.inputs.data)
+    block = Block(arg_types=arg_types)
+    builder = Builder(block)
+    ctx = Context(builder)
+    values: dict[SSAValue, Val] = {}
+    for arg, new in zip(main.body.block.args, block.args, strict=True):
+        kind = arg.type
+        assert isinstance(kind, TensorType)
+        values[arg] = Val(tuple(kind.get_shape()), kind.element_type, value=new)
+    ret = main.body.block.last_op
+    assert ret is not None
+    for op in main.body.block.ops:
+        if op is ret:
+            break
+        kind = op.name.partition(".")[2]
+        if kind == "input":
+            values[op.results[0]] = values[op.operands[0]]
+            continue
+        if kind == "none":
+            values[op.results[0]] = Val((), op.results[0].type)
+            continue
+        if kind == "weight":
+            result = op.results[0].type
+            assert isinstance(result, TensorType)
+            array = np.asarray(store[_weight_name(op)])
+            values[op.results[0]] = Val(tuple(result.get_shape()), result.element_type,
+                                        const=array.astype(numpy_dtype(result.element_type), copy=False))
+            continue
+        inputs = [values[v] for v in op.operands]
+        outs = RULES[kind](ctx, op, inputs, op_attrs(op))
+        for result, val in zip(op.results, outs, strict=True):
+            values[result] = val
+    returned = [builder.logical(values[v]) for v in ret.operands]
+    block.add_op(func.ReturnOp(*returned))
+    result_types = [v.type for v in returned]
+    new_main = func.FuncOp("main", (arg_types, result_types), Region(block))
+    new_main.arg_attrs = _names_attr(input_names(module))  # pyright: ignore[reportAttributeAccessIssue]
+    new_main.res_attrs = _names_attr(output_names(module))  # pyright: ignore[reportAttributeAccessIssue]
+    out = ModuleOp([new_main])
+    for name, attr in module.attributes.items():
+        if name.startswith("module.") and name not in ("module.weight_file",):
+            out.attributes[name] = attr
+    state = module.attributes.get("module.state")
+    source = state.data if isinstance(state, StringAttr) else "TOP_F32"
+    out.attributes["module.source_state"] = StringAttr(source)
+    out.attributes["module.state"] = StringAttr(f"TOSA_{_mode(module, source)}")
+    return out
+
+
+def _mode(module: ModuleOp, state: str) -> str:
+    mode = module.attributes.get("module.mode")
+    if isinstance(mode, StringAttr):
+        return mode.data
+    return state.rpartition("_")[2] if "_" in state else "F32"
+
+
+def _weight_name(op) -> str:
+    from tpu_xdsl.weights import weight_name
+
+    return weight_name(op)
+
+
+def _names_attr(names: list[str]):
+    from xdsl.dialects.builtin import ArrayAttr
+
+    return ArrayAttr([DictionaryAttr({"tpu.name": StringAttr(name)}) for name in names])
+
+
+class ConvertTopToTosa(ModulePass):
+    """Replace the TOP @main by its TOSA form (weights from the module's weight file)."""
+
+    name = "convert-top-to-tosa"
+
+    def apply(self, ctx: XdslContext, op: ModuleOp) -> None:
+        exported = export_tosa(op)
+        for child in list(op.body.block.ops):
+            child.detach()
+            child.erase(safe_erase=False)
+        for child in list(exported.body.block.ops):
+            child.detach()
+            op.body.block.add_op(child)
+        for name in list(op.attributes):
+            if name.startswith("module."):
+                del op.attributes[name]
+        op.attributes.update(exported.attributes)
