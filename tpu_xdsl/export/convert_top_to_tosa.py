@@ -25,7 +25,7 @@ from xdsl.passes import ModulePass
 
 from tpu_xdsl.dialects.attr_values import op_attrs
 from tpu_xdsl.dialects.module import input_names, main_func, output_names
-from tpu_xdsl.export.rules import RULES, Context, ExportError
+from tpu_xdsl.export.rules import RULES, Context, ExportError, Rule
 from tpu_xdsl.export.tosa_builder import Builder, Val, numpy_dtype
 from tpu_xdsl.weights import weights_of
 
@@ -33,20 +33,23 @@ from tpu_xdsl.weights import weights_of
 _PASSTHROUGH = {"input", "none"}
 
 
-def unsupported_ops(module: ModuleOp) -> list[str]:
+def unsupported_ops(module: ModuleOp, rules: Mapping[str, Rule] = RULES) -> list[str]:
     """The kinds of @main's ops the export has no rule for, in order of first use."""
     missing: list[str] = []
     for op in main_func(module).body.block.ops:
         dialect, _, kind = op.name.partition(".")
-        known = kind in RULES or kind in _PASSTHROUGH or kind == "weight"
+        known = kind in rules or kind in _PASSTHROUGH or kind == "weight"
         if dialect in ("top", "tpu") and not known and op.name not in missing:
             missing.append(op.name)
     return missing
 
 
-def export_tosa(module: ModuleOp, weights: Mapping[str, np.ndarray] | None = None) -> ModuleOp:
-    """A new TOSA module computing what `module`'s @main computes."""
-    missing = unsupported_ops(module)
+def export_tosa(
+    module: ModuleOp, weights: Mapping[str, np.ndarray] | None = None, rules: Mapping[str, Rule] = RULES
+) -> ModuleOp:
+    """A new TOSA module computing what `module`'s @main computes, each op by the rule of its
+    kind in `rules` (convert-tpu-to-tosa passes the TPU dialect's own)."""
+    missing = unsupported_ops(module, rules)
     if missing:
         raise ExportError(
             f"cannot export to TOSA: no TOSA form for {', '.join(missing)}; docs/tosa.md lists what exports"
@@ -82,7 +85,7 @@ def export_tosa(module: ModuleOp, weights: Mapping[str, np.ndarray] | None = Non
                                         const=array.astype(numpy_dtype(result.element_type), copy=False))
             continue
         inputs = [values[v] for v in op.operands]
-        outs = RULES[kind](ctx, op, inputs, op_attrs(op))
+        outs = rules[kind](ctx, op, inputs, op_attrs(op))
         for result, val in zip(op.results, outs, strict=True):
             values[result] = val
     returned = [builder.logical(values[v]) for v in ret.operands]
