@@ -83,6 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
         debug,
         demo,
         deploy,
+        export,
         report,
         run,
         search_qtable,
@@ -94,6 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     calibrate.add_parser(sub)
     search_qtable.add_parser(sub)
     deploy.add_parser(sub)
+    export.add_parser(sub)
     compare.add_parser(sub)
     demo.add_parser(sub, main)  # the demo runs the other commands through main
     report.add_parser(sub)

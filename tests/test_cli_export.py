@@ -1,0 +1,99 @@
+"""`tpu-xdsl export N.mlir --to tosa`: a TOP module as TOSA that IREE compiles and runs, checked
+against onnxruntime (the model's own runtime) and the TOP interpreter; bad input is one line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import helper
+
+from tests.test_cli_transform import assert_user_error, small_cnn, tpu_xdsl
+
+
+def _transform(tmp_path: Path, **kwargs) -> Path:
+    model = small_cnn(tmp_path / "m.onnx", **kwargs)
+    done = tpu_xdsl("transform", "--model-def", str(model), "--model-name", "small", "--input-shapes", "[[1,3,8,8]]",
+                    "-o", str(tmp_path / "small.mlir"))
+    assert done.returncode == 0, done.stderr
+    return tmp_path / "small.mlir"
+
+
+def test_export_runs_in_iree_as_onnxruntime_runs_the_model(tmp_path):
+    mlir = _transform(tmp_path)
+    x = np.random.default_rng(1).standard_normal((1, 3, 8, 8)).astype(np.float32)
+    np.savez(tmp_path / "x.npz", image=x)
+    done = tpu_xdsl("export", str(mlir), "--to", "tosa", "-o", str(tmp_path / "small.tosa.mlir"),
+                    "--check", str(tmp_path / "x.npz"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "TOSA F32 (IREE) vs TOP" in done.stdout and "all pass" in done.stdout
+    text = (tmp_path / "small.tosa.mlir").read_text()
+    assert 'module.state = "TOSA_F32"' in text and '{tpu.name = "image"}' in text and '{tpu.name = "prob"}' in text
+    assert "top." not in text.replace("module.", "")
+    done = tpu_xdsl("run", str(tmp_path / "small.tosa.mlir"), "--input", str(tmp_path / "x.npz"),
+                    "--output", str(tmp_path / "y.npz"))
+    assert done.returncode == 0, done.stderr
+    (expected,) = ort.InferenceSession(str(tmp_path / "m.onnx"), providers=["CPUExecutionProvider"]).run(
+        None, {"image": x})
+    with np.load(tmp_path / "y.npz") as y:
+        got = y["prob"]
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_check_fails_with_exit_1_when_an_output_is_off(tmp_path):
+    """The check can fail: the export of a model whose conv weights are doubled, run against the
+    original TOP module, is outside the tolerance (exit 1, as every failed compare)."""
+    mlir = _transform(tmp_path)
+    np.savez(tmp_path / "x.npz", image=np.random.default_rng(2).standard_normal((1, 3, 8, 8)).astype(np.float32))
+    other = tmp_path / "other"
+    other.mkdir()
+    mlir2 = _transform(other)
+    weights = dict(np.load(other / "small_weights.npz"))
+    name = next(k for k, v in weights.items() if v.ndim == 4)
+    weights[name] = weights[name] * 2
+    np.savez(other / "small_weights.npz", **weights)
+    done = tpu_xdsl("export", str(mlir2), "--to", "tosa", "-o", str(other / "small.tosa.mlir"))
+    assert done.returncode == 0, done.stderr
+    done = tpu_xdsl("compare", str(mlir), str(other / "small.tosa.mlir"), "--input", str(tmp_path / "x.npz"))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "FAIL" in done.stdout
+
+
+def test_ops_without_a_tosa_form_are_all_named_in_one_line(tmp_path):
+    """TopK and GridSample have no TOSA form (docs/tosa.md says why); the error names every
+    such op of the module at once and writes nothing."""
+    from tpu_xdsl.export.convert_top_to_tosa import unsupported_ops
+    from tpu_xdsl.ir_io import read_module
+
+    model = small_cnn(tmp_path / "m.onnx", opset=16, dynamic_batch=False)
+    graph = onnx.load(model)
+    k = onnx.numpy_helper.from_array(np.array([2], np.int64), "k")
+    grid = onnx.numpy_helper.from_array(np.zeros((1, 4, 4, 2), np.float32), "grid")
+    graph.graph.initializer.extend([k, grid])
+    graph.graph.node.extend([helper.make_node("TopK", ["prob", "k"], ["top", "index"]),
+                             helper.make_node("GridSample", ["image", "grid"], ["sampled"])])
+    graph.graph.output.extend([helper.make_tensor_value_info(n, onnx.TensorProto.FLOAT, None)
+                               for n in ("top", "sampled")])
+    onnx.save(graph, model)
+    done = tpu_xdsl("transform", "--model-def", str(model), "--model-name", "small", "-o", str(tmp_path / "s.mlir"))
+    assert done.returncode == 0, done.stderr
+    missing = unsupported_ops(read_module(tmp_path / "s.mlir"))
+    assert missing, "TopK and GridSample export now: pick ops that do not"
+    out = tmp_path / "s.tosa.mlir"
+    done = tpu_xdsl("export", str(tmp_path / "s.mlir"), "--to", "tosa", "-o", str(out))
+    assert_user_error(done, "cannot export to TOSA", *missing)
+    assert not out.exists()
+
+
+def test_bad_input_is_one_line_and_writes_nothing(tmp_path):
+    mlir = _transform(tmp_path)
+    out = tmp_path / "small.tosa.mlir"
+    assert_user_error(tpu_xdsl("export", str(mlir), "--to", "tosa", "-o", str(mlir)), "would destroy that input")
+    assert_user_error(tpu_xdsl("export", str(tmp_path / "missing.mlir"), "--to", "tosa", "-o", str(out)),
+                      "missing.mlir")
+    assert_user_error(tpu_xdsl("export", str(mlir), "--to", "tosa", "-o", str(tmp_path / "x.txt")),
+                      "give a .tosa.mlir file name")
+    assert_user_error(tpu_xdsl("export", str(mlir), "--to", "linalg", "-o", str(out)), "--to")
+    assert not out.exists()
