@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import TensorType
+from xdsl.dialects.builtin import IntegerType, TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from tpu_xdsl.errors import TpuXdslError
@@ -375,6 +375,76 @@ def batch_norm(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, 
     t2 = Val(b.shape, b.element, const=(beta - mu * factor).astype(dtype))
     return scale(ctx, op, [x, s2, t2], {})
 
+
+
+# -- comparisons, logic and rounding -----------------------------------------------------------
+
+BOOL = IntegerType(1)
+_COMPARE = {"eq": "equal", "ne": "equal", "gt": "greater", "lt": "greater", "ge": "greater_equal",
+            "le": "greater_equal"}
+
+
+@rule("compare")
+def compare(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any]) -> list[Val]:
+    mode = attrs["mode"]
+    a, b = inputs if mode not in ("lt", "le") else inputs[::-1]  # a < b is b > a
+    y = ctx.elementwise(_COMPARE[mode], [a, b], result_shape(op), BOOL)
+    return [ctx.unary("logical_not", y) if mode == "ne" else y]
+
+
+def truth(ctx: Context, val: Val) -> Val:
+    """`val` as i1: a nonzero number counts as true (not (val == 0))."""
+    if val.element == BOOL:
+        return val
+    if val.const is not None:
+        return Val(val.shape, BOOL, const=val.const != 0)
+    zero = ctx.scalar(0, val.element, val.rank)
+    return ctx.unary("logical_not", ctx.elementwise("equal", [val, zero], val.shape, BOOL))
+
+
+@rule("logical")
+def logical(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any]) -> list[Val]:
+    mode = attrs["mode"]
+    if mode == "not":
+        return [ctx.unary("logical_not", truth(ctx, inputs[0]))]
+    operands = [truth(ctx, v) for v in inputs]
+    return [ctx.elementwise(f"logical_{mode}", operands, result_shape(op), BOOL)]
+
+
+@rule("round")
+def round_(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any]) -> list[Val]:
+    """Half to even, from floor: up when the fraction is above one half, or exactly one half
+    with an odd floor. x - floor(x) and floor(x) / 2 are exact in floating point."""
+    x = inputs[0]
+    rank, el = x.rank, x.element
+    low = ctx.unary("floor", x)
+    fraction = ctx.elementwise("sub", [x, low], x.shape, el)
+    half_low = ctx.unary("floor", ctx.mul(low, ctx.scalar(0.5, el, rank), x.shape))
+    odd = ctx.elementwise("sub", [low, ctx.mul(half_low, ctx.scalar(2.0, el, rank), x.shape)], x.shape, el)
+    half = ctx.scalar(0.5, el, rank)
+    at_half = ctx.elementwise("select", [ctx.elementwise("equal", [fraction, half], x.shape, BOOL), odd,
+                                         ctx.scalar(0.0, el, rank)], x.shape, el)
+    up = ctx.elementwise("select", [ctx.elementwise("greater", [fraction, half], x.shape, BOOL),
+                                    ctx.scalar(1.0, el, rank), at_half], x.shape, el)
+    return [ctx.elementwise("add", [low, up], x.shape, el)]
+
+
+@rule("sign")
+def sign(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any]) -> list[Val]:
+    x = inputs[0]
+    rank, el = x.rank, x.element
+    zero = ctx.scalar(0, el, rank)
+    negative = ctx.elementwise("select", [ctx.elementwise("greater", [zero, x], x.shape, BOOL),
+                                          ctx.scalar(-1, el, rank), zero], x.shape, el)
+    return [ctx.elementwise("select", [ctx.elementwise("greater", [x, zero], x.shape, BOOL),
+                                       ctx.scalar(1, el, rank), negative], x.shape, el)]
+
+
+@rule("mish")
+def mish(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any]) -> list[Val]:
+    x = inputs[0]
+    (soft,) = softplus(ctx, op, [x], {})
+    return [ctx.mul(x, ctx.unary("tanh", soft), x.shape)]
 
 # The op families register their rules in RULES when imported (after the helpers above exist).
 from tpu_xdsl.export import rules_conv, rules_nn, rules_tensor  # noqa: F401  # pyright: ignore[reportUnusedImport]

@@ -1,0 +1,153 @@
+"""The TOSA export op by op: small ONNX graphs (onnx.helper) imported to TOP, exported to
+TOSA, compiled and run by IREE, against onnxruntime on random inputs; the layout property
+of conv chains; and the docs/tosa.md table against the rule registry."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+from xdsl.printer import Printer
+
+pytest.importorskip("iree.compiler")
+
+from tpu_xdsl.export import iree  # noqa: E402
+from tpu_xdsl.export.convert_top_to_tosa import export_tosa  # noqa: E402
+from tpu_xdsl.frontend.onnx_importer import import_onnx  # noqa: E402
+from tpu_xdsl.transforms.pipelines import canonicalize  # noqa: E402
+from tpu_xdsl.weights import attach_weights  # noqa: E402
+
+F32 = TensorProto.FLOAT
+I64 = TensorProto.INT64
+BOOL = TensorProto.BOOL
+
+
+def vi(name: str, elem_type: int, shape) -> onnx.ValueInfoProto:
+    return helper.make_tensor_value_info(name, elem_type, list(shape))
+
+
+def const(name: str, array) -> onnx.TensorProto:
+    return numpy_helper.from_array(np.asarray(array), name)
+
+
+def model_of(nodes, inputs, outputs, initializers=(), opset: int = 18) -> onnx.ModelProto:
+    graph = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(initializers))
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
+                             ir_version=min(10, onnx.IR_VERSION))
+
+
+def tosa_text(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> str:
+    shapes = [list(feeds[v.name].shape) for v in model.graph.input if v.name in feeds]
+    result = import_onnx(model, "m", shapes)
+    attach_weights(result.module, result.weights)
+    canonicalize(result.module)
+    exported = export_tosa(result.module)
+    out = io.StringIO()
+    Printer(out).print_op(exported)
+    return out.getvalue()
+
+
+def run_both(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """(IREE's outputs of the exported TOSA, onnxruntime's), in the graph's output order."""
+    text = tosa_text(model, feeds)
+    ours = iree.load_vmfb(iree.compile_tosa(text, "test")).run(feeds)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    names = [o.name for o in model.graph.output]
+    return [np.asarray(ours[n]) for n in names], session.run(None, feeds)
+
+
+def check(model: onnx.ModelProto, feeds: dict[str, np.ndarray], atol: float = 1e-5) -> None:
+    ours, ref = run_both(model, feeds)
+    for got, want in zip(ours, ref, strict=True):
+        assert got.shape == want.shape
+        if want.dtype.kind in "biu":
+            np.testing.assert_array_equal(got.astype(want.dtype), want)
+            continue
+        got64, want64 = got.astype(np.float64).ravel(), want.astype(np.float64).ravel()
+        cosine = got64 @ want64 / (np.linalg.norm(got64) * np.linalg.norm(want64) + 1e-30)
+        assert cosine >= 0.99999, cosine
+        np.testing.assert_allclose(got, want, atol=atol, rtol=1e-4)
+
+
+def randn(*shape: int, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+# -- elementwise ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("onnx_op", ["Equal", "Greater", "Less", "GreaterOrEqual", "LessOrEqual"])
+def test_compare(onnx_op):
+    a = np.round(randn(2, 3, 4, 5)).astype(np.float32)
+    b = np.round(randn(3, 1, 5, seed=1)).astype(np.float32)
+    model = model_of([helper.make_node(onnx_op, ["a", "b"], ["y"])],
+                     [vi("a", F32, a.shape), vi("b", F32, b.shape)], [vi("y", BOOL, (2, 3, 4, 5))])
+    check(model, {"a": a, "b": b})
+
+
+def test_logical_ops_and_not_equal():
+    a, b = randn(2, 6), randn(2, 6, seed=1)
+    nodes = [helper.make_node("Greater", ["a", "b"], ["g"]), helper.make_node("Less", ["a", "zero"], ["n"]),
+             helper.make_node("And", ["g", "n"], ["y_and"]), helper.make_node("Or", ["g", "n"], ["y_or"]),
+             helper.make_node("Xor", ["g", "n"], ["y_xor"]), helper.make_node("Not", ["g"], ["y_not"]),
+             helper.make_node("Equal", ["a", "b"], ["e"]), helper.make_node("Not", ["e"], ["y_ne"])]
+    outs = [vi(n, BOOL, (2, 6)) for n in ("y_and", "y_or", "y_xor", "y_not", "y_ne")]
+    model = model_of(nodes, [vi("a", F32, a.shape), vi("b", F32, b.shape)], outs,
+                     [const("zero", np.zeros(1, np.float32))])
+    check(model, {"a": a, "b": b})
+
+
+@pytest.mark.parametrize("onnx_op", ["Round", "Sign", "Mish"])
+def test_unary(onnx_op):
+    # Halves (ties to even), integers, zeros and ordinary values.
+    x = np.concatenate([np.arange(-4, 4.5, 0.5), np.zeros(3), randn(40) * 3]).astype(np.float32).reshape(1, 3, 4, 5)
+    model = model_of([helper.make_node(onnx_op, ["x"], ["y"])], [vi("x", F32, x.shape)], [vi("y", F32, x.shape)])
+    check(model, {"x": x})
+
+
+# -- reductions and normalizations ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("onnx_op,last", [("ArgMax", 0), ("ArgMin", 0), ("ArgMax", 1), ("ArgMin", 1)])
+def test_arg(onnx_op, last):
+    x = np.round(randn(2, 5, 3, 4) * 2).astype(np.float32)  # rounded: ties occur
+    node = helper.make_node(onnx_op, ["x"], ["y"], axis=1, keepdims=1, select_last_index=last)
+    model = model_of([node], [vi("x", F32, x.shape)], [vi("y", I64, (2, 1, 3, 4))])
+    check(model, {"x": x})
+
+
+@pytest.mark.parametrize("largest", [1, 0])
+def test_topk(largest):
+    x = np.round(randn(2, 3, 9) * 2).astype(np.float32)
+    node = helper.make_node("TopK", ["x", "k"], ["v", "i"], axis=-1, largest=largest)
+    model = model_of([node], [vi("x", F32, x.shape)], [vi("v", F32, (2, 3, 4)), vi("i", I64, (2, 3, 4))],
+                     [const("k", np.array([4], np.int64))])
+    check(model, {"x": x})
+
+
+@pytest.mark.parametrize("mode", ["ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSumExp"])
+def test_reduce_modes(mode):
+    x = randn(2, 3, 4, 5)
+    node = helper.make_node(mode, ["x", "axes"], ["y"], keepdims=0)
+    model = model_of([node], [vi("x", F32, x.shape)], [vi("y", F32, (2, 5))], [const("axes", np.array([1, 2]))])
+    check(model, {"x": x})
+
+
+def test_lrn():
+    x = randn(1, 7, 5, 5)
+    node = helper.make_node("LRN", ["x"], ["y"], size=5, alpha=0.01, beta=0.75, bias=2.0)
+    model = model_of([node], [vi("x", F32, x.shape)], [vi("y", F32, x.shape)])
+    check(model, {"x": x})
+
+
+def test_group_norm():
+    x = randn(2, 6, 4, 5)
+    scale, bias = randn(6, seed=1), randn(6, seed=2)
+    node = helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=3, epsilon=1e-5)
+    model = model_of([node], [vi("x", F32, x.shape)], [vi("y", F32, x.shape)],
+                     [const("s", scale), const("b", bias)], opset=21)
+    check(model, {"x": x})
