@@ -151,3 +151,90 @@ def test_group_norm():
     model = model_of([node], [vi("x", F32, x.shape)], [vi("y", F32, x.shape)],
                      [const("s", scale), const("b", bias)], opset=21)
     check(model, {"x": x})
+
+
+# -- data movement ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("constant", [True, False])
+def test_gather(constant):
+    x = randn(3, 5, 4)
+    idx = np.array([[4, 0], [-1, 2]], np.int64)
+    node = helper.make_node("Gather", ["x", "i"], ["y"], axis=1)
+    inputs, inits, feeds = [vi("x", F32, x.shape)], [], {"x": x}
+    if constant:
+        inits = [const("i", idx)]
+    else:
+        inputs.append(vi("i", I64, idx.shape))
+        feeds["i"] = idx
+    model = model_of([node], inputs, [vi("y", F32, (3, 2, 2, 4))], inits)
+    check(model, feeds)
+
+
+def test_gather_embedding_table():
+    table = randn(10, 6)
+    ids = np.array([[1, 9, 0]], np.int64)
+    model = model_of([helper.make_node("Gather", ["t", "ids"], ["y"], axis=0)], [vi("ids", I64, ids.shape)],
+                     [vi("y", F32, (1, 3, 6))], [const("t", table)])
+    check(model, {"ids": ids})
+
+
+@pytest.mark.parametrize("constant", [True, False])
+def test_gather_elements(constant):
+    x = randn(3, 4, 5)
+    idx = np.random.default_rng(3).integers(-4, 4, (3, 2, 5)).astype(np.int64)
+    node = helper.make_node("GatherElements", ["x", "i"], ["y"], axis=1)
+    inputs, inits, feeds = [vi("x", F32, x.shape)], [], {"x": x}
+    if constant:
+        inits = [const("i", idx)]
+    else:
+        inputs.append(vi("i", I64, idx.shape))
+        feeds["i"] = idx
+    check(model_of([node], inputs, [vi("y", F32, idx.shape)], inits), feeds)
+
+
+@pytest.mark.parametrize("constant", [True, False])
+def test_scatter_nd(constant):
+    x, updates = randn(4, 5, 3), randn(2, 3, seed=1)
+    idx = np.array([[0, 4], [-1, 1]], np.int64)
+    node = helper.make_node("ScatterND", ["x", "i", "u"], ["y"])
+    inputs, inits = [vi("x", F32, x.shape), vi("u", F32, updates.shape)], []
+    feeds = {"x": x, "u": updates}
+    if constant:
+        inits = [const("i", idx)]
+    else:
+        inputs.append(vi("i", I64, idx.shape))
+        feeds["i"] = idx
+    check(model_of([node], inputs, [vi("y", F32, x.shape)], inits), feeds)
+
+
+@pytest.mark.parametrize("starts,ends,steps", [([0, 1], [7, 6], [2, 2]), ([6, 0], [0, 6], [-2, 1]),
+                                               ([-1, 5], [-9, -9], [-1, -3])])
+def test_slice_steps(starts, ends, steps):
+    x = randn(1, 3, 7, 6)
+    expect = x[:, :, slice(starts[0], ends[0], steps[0]), slice(starts[1], ends[1], steps[1])].shape
+    node = helper.make_node("Slice", ["x", "s", "e", "a", "p"], ["y"])
+    inits = [const("s", np.array(starts)), const("e", np.array(ends)), const("a", np.array([2, 3])),
+             const("p", np.array(steps))]
+    # A conv first, so the stepped slice starts from a channels-last value.
+    conv = helper.make_node("Conv", ["x0", "w"], ["x"], pads=[1, 1, 1, 1])
+    model = model_of([conv, node], [vi("x0", F32, x.shape)], [vi("y", F32, expect)],
+                     [*inits, const("w", randn(3, 3, 3, 3, seed=1))])
+    check(model, {"x0": x})
+
+
+@pytest.mark.parametrize("mode,pads", [("reflect", [0, 0, 2, 1, 0, 0, 1, 3]), ("edge", [0, 1, 2, 0, 0, 0, 1, 3]),
+                                       ("constant", [0, 0, -1, 2, 0, 0, 1, -2])])
+def test_pad_modes(mode, pads):
+    x = randn(1, 2, 5, 6)
+    shape = tuple(d + b + e for d, b, e in zip(x.shape, pads[:4], pads[4:], strict=True))
+    node = helper.make_node("Pad", ["x", "p"], ["y"], mode=mode)
+    model = model_of([node], [vi("x", F32, x.shape)], [vi("y", F32, shape)], [const("p", np.array(pads))])
+    check(model, {"x": x})
+
+
+def test_space_to_depth():
+    x = randn(1, 3, 4, 6)
+    model = model_of([helper.make_node("SpaceToDepth", ["x"], ["y"], blocksize=2)], [vi("x", F32, x.shape)],
+                     [vi("y", F32, (1, 12, 2, 3))])
+    check(model, {"x": x})

@@ -6,6 +6,7 @@ import math
 from typing import Any
 
 import numpy as np
+from xdsl.dialects.builtin import IntegerType
 from xdsl.ir import Operation
 
 from tpu_xdsl.export.rules import (
@@ -57,27 +58,149 @@ def concat(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any]
 
 @rule("slice")
 def slice_(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any]) -> list[Val]:
+    """tosa.slice for unit steps; other steps (negative ones too) gather their rows."""
     x = inputs[0]
     shape = result_shape(op)
     starts, ends, axes, steps = (list(attrs[k]) for k in ("starts", "ends", "axes", "steps"))
     begin = [0] * x.rank
-    step = [1] * x.rank
+    stepped: dict[int, np.ndarray] = {}
     for start, end, axis, s in zip(starts, ends, axes, steps, strict=True):
         axis = int(axis) % x.rank
-        size = x.shape[axis]
-        begin[axis] = int(slice(start, end, s).indices(size)[0])
-        step[axis] = int(s)
-    if any(s != 1 for s in step):
-        raise ExportError(f"{op.name}: slices with steps other than 1 do not export to TOSA")
+        rows = range(*slice(int(start), int(end), int(s)).indices(x.shape[axis]))
+        if int(s) == 1:
+            begin[axis] = rows.start
+        else:
+            stepped[axis] = np.asarray(rows, np.int64)
     if x.const is not None:
-        index = tuple(slice(b, b + n) for b, n in zip(begin, shape, strict=True))
-        return [Val(shape, x.element, const=x.const[index])]
-    last = x.channels_last
-    order = NHWC if last else tuple(range(x.rank))
-    out = ctx.b.op("slice", [ctx.b.materialize(x, last), ctx.b.shape([begin[p] for p in order]),
-                             ctx.b.shape([shape[p] for p in order])],
-                   tensor_type([shape[p] for p in order], x.element))
-    return [ctx.new(out, shape, x.element, last)]
+        rows = [stepped.get(a, np.arange(b, b + n)) for a, (b, n) in enumerate(zip(begin, shape, strict=True))]
+        return [Val(shape, x.element, const=x.const[np.ix_(*rows)])]
+    kept = [x.shape[a] if a in stepped else n for a, n in enumerate(shape)]
+    y = x
+    if tuple(kept) != x.shape:
+        last = x.channels_last
+        order = NHWC if last else tuple(range(x.rank))
+        out = ctx.b.op("slice", [ctx.b.materialize(x, last), ctx.b.shape([begin[p] for p in order]),
+                                 ctx.b.shape([kept[p] for p in order])],
+                       tensor_type([kept[p] for p in order], x.element))
+        y = ctx.new(out, kept, x.element, last)
+    for axis, rows in stepped.items():
+        y = take(ctx, y, axis, rows)
+    return [y]
+
+
+def take(ctx: Context, x: Val, axis: int, indices: np.ndarray | Val) -> Val:
+    """numpy.take(x, indices, axis) as tosa.gather (values [N, K, C], indices [N, W]) with N
+    the rows before `axis`; indices are in range. Constant 1-D indices keep the layout."""
+    index_shape = indices.shape
+    shape = (*x.shape[:axis], *index_shape, *x.shape[axis + 1:])
+    if x.const is not None and isinstance(indices, np.ndarray):
+        return Val(shape, x.element, const=np.take(x.const, indices, axis))
+    last = x.channels_last and isinstance(indices, np.ndarray) and indices.ndim == 1
+    physical = x.physical_shape if last else x.shape
+    axis_p = NHWC.index(axis) if last else axis
+    outer, rows, inner = math.prod(physical[:axis_p]), physical[axis_p], math.prod(physical[axis_p + 1:])
+    width = math.prod(index_shape)
+    if x.const is not None:
+        values = ctx.b.const(np.ascontiguousarray(x.const.reshape(outer, rows, inner)))
+    else:
+        values = ctx.b.reshape(ctx.b.materialize(x, last), [outer, rows, inner])
+    if isinstance(indices, np.ndarray):
+        index = ctx.b.const(np.ascontiguousarray(np.broadcast_to(indices.reshape(1, width).astype(np.int32),
+                                                                 (outer, width))))
+    else:
+        index = ctx.b.reshape(index_i32(ctx, indices, x.shape[axis]).value, [1, width])  # pyright: ignore[reportArgumentType]
+        if outer != 1:
+            index = ctx.b.op("tile", [index, ctx.b.shape([outer, 1])], tensor_type([outer, width], I32))
+    out = ctx.b.op("gather", [values, index], tensor_type([outer, width, inner], x.element))
+    out_physical = [*physical[:axis_p], *index_shape, *physical[axis_p + 1:]]
+    return ctx.new(ctx.b.reshape(out, out_physical), shape, x.element, channels_last=last)
+
+
+I32 = IntegerType(32)
+
+
+def index_i32(ctx: Context, indices: Val, size: int | Val) -> Val:
+    """Run-time indices as i32 in the logical layout, negative ones counted from `size`."""
+    value = ctx.b.logical(indices)
+    if indices.element != I32:
+        value = ctx.b.op("cast", [value], tensor_type(indices.shape, I32))
+    idx = ctx.new(value, indices.shape, I32)
+    bound = size if isinstance(size, Val) else ctx.scalar(size, I32, indices.rank)
+    wrapped = ctx.elementwise("add", [idx, bound], indices.shape, I32)
+    negative = ctx.elementwise("greater", [ctx.scalar(0, I32, indices.rank), idx], indices.shape, IntegerType(1))
+    return ctx.elementwise("select", [negative, wrapped, idx], indices.shape, I32)
+
+
+def _const_indices(indices: np.ndarray, size: int) -> np.ndarray:
+    indices = indices.astype(np.int64)
+    return np.where(indices < 0, indices + size, indices)
+
+
+@rule("gather")
+def gather(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any]) -> list[Val]:
+    x, indices = inputs
+    axis = int(attrs.get("axis", 0)) % x.rank
+    index: np.ndarray | Val = indices
+    if indices.const is not None:
+        index = _const_indices(indices.const, x.shape[axis])
+    return [take(ctx, x, axis, index)]
+
+
+@rule("gather_elements")
+def gather_elements(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any]) -> list[Val]:
+    """One tosa.gather from x flattened to [1, size, 1]: each index becomes a flat position,
+    index * stride(axis) + the position of its other coordinates."""
+    x, indices = inputs
+    axis = int(attrs.get("axis", 0)) % x.rank
+    strides = [math.prod(x.shape[a + 1:]) for a in range(x.rank)]
+    grid = np.indices(indices.shape, np.int64)
+    offsets = sum(grid[a] * strides[a] for a in range(x.rank) if a != axis)
+    assert isinstance(offsets, np.ndarray)
+    flat_x = _reshaped(ctx, x, (math.prod(x.shape),))
+    if indices.const is not None:
+        flat = _const_indices(indices.const, x.shape[axis]) * strides[axis] + offsets
+        return [_reshaped(ctx, take(ctx, flat_x, 0, flat), indices.shape)]
+    idx = index_i32(ctx, indices, x.shape[axis])
+    scaled = ctx.mul(idx, ctx.scalar(strides[axis], I32, idx.rank), idx.shape)
+    flat_val = ctx.elementwise("add", [scaled, Val(offsets.shape, I32, const=offsets.astype(np.int32))],
+                               idx.shape, I32)
+    return [take(ctx, flat_x, 0, flat_val)]
+
+
+def _reshaped(ctx: Context, val: Val, shape: tuple[int, ...]) -> Val:
+    if val.const is not None:
+        return Val(shape, val.element, const=val.const.reshape(shape))
+    return ctx.new(ctx.b.reshape(ctx.b.logical(val), shape), shape, val.element)
+
+
+@rule("scatter_nd")
+def scatter_nd(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any]) -> list[Val]:
+    """tosa.scatter on x as [1, rows, row size]: each index tuple becomes a row number.
+    TOSA's scatter replaces; ONNX's add/mul/max/min reductions have no TOSA form."""
+    x, indices, updates = inputs
+    reduction = attrs.get("reduction", "none")
+    if reduction != "none":
+        raise ExportError(f"{op.name}: scatter_nd with reduction {reduction} does not export to TOSA "
+                          "(tosa.scatter only replaces)")
+    k = indices.shape[-1]
+    rows, row = math.prod(x.shape[:k]), math.prod(x.shape[k:])
+    width = math.prod(indices.shape[:-1])
+    strides = np.asarray([math.prod(x.shape[a + 1:k]) for a in range(k)], np.int64)
+    if indices.const is not None:
+        sizes = np.asarray(x.shape[:k], np.int64)
+        idx = indices.const.astype(np.int64)
+        flat = ctx.b.const((np.where(idx < 0, idx + sizes, idx) @ strides).reshape(1, width).astype(np.int32))
+    else:
+        sizes_val = Val((k,), I32, const=np.asarray(x.shape[:k], np.int32))
+        idx = index_i32(ctx, indices, ctx.expand(sizes_val, indices.rank))
+        scaled = ctx.mul(idx, ctx.expand(Val((k,), I32, const=strides.astype(np.int32)), idx.rank), idx.shape)
+        summed = ctx.b.op("reduce_sum", [ctx.b.logical(scaled)], tensor_type([*indices.shape[:-1], 1], I32),
+                          axis=int32(indices.rank - 1))
+        flat = ctx.b.reshape(summed, [1, width])
+    values = ctx.b.reshape(ctx.b.logical(x), [1, rows, row])
+    update = ctx.b.reshape(ctx.b.logical(updates), [1, width, row])
+    out = ctx.b.op("scatter", [values, flat, update], tensor_type([1, rows, row], x.element))
+    return [ctx.new(ctx.b.reshape(out, x.shape), x.shape, x.element)]
 
 
 @rule("split")
@@ -95,15 +218,27 @@ def split(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any])
 
 @rule("pad")
 def pad(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any]) -> list[Val]:
+    """Negative pads crop first; constant padding is tosa.pad, and the other modes (reflect,
+    edge, as numpy.pad) gather each padded axis's rows: numpy.pad of the row numbers."""
     x = inputs[0]
-    if attrs.get("mode", "constant") != "constant":
-        raise ExportError(f"{op.name}: pad mode {attrs.get('mode')} does not export to TOSA (constant only)")
+    mode = attrs.get("mode", "constant")
     pads = [int(p) for p in attrs["pads"]]
-    if any(p < 0 for p in pads):
-        raise ExportError(f"{op.name}: negative pads do not export to TOSA")
     rank = x.rank
-    padding = [v for axis in range(rank) for v in (pads[axis], pads[axis + rank])]
+    begins, ends = pads[:rank], pads[rank:]
+    for axis in range(rank):
+        if begins[axis] < 0 or ends[axis] < 0:
+            rows = np.arange(-min(begins[axis], 0), x.shape[axis] + min(ends[axis], 0))
+            x = take(ctx, x, axis, rows)
+    begins, ends = [max(b, 0) for b in begins], [max(e, 0) for e in ends]
     shape, element = result_shape(op), result_element(op)
+    if mode != "constant":
+        for axis in range(rank):
+            if begins[axis] or ends[axis]:
+                x = take(ctx, x, axis, np.pad(np.arange(x.shape[axis]), (begins[axis], ends[axis]), mode=mode))
+        return [x]
+    if not any(begins) and not any(ends):
+        return [x]
+    padding = [v for axis in range(rank) for v in (begins[axis], ends[axis])]
     value = np.full(1, float(attrs.get("value", 0.0)), numpy_dtype(element))
     last = x.channels_last
     order = NHWC if last else tuple(range(rank))
@@ -214,9 +349,12 @@ def depth2space(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str,
     n, c, h, w = x.shape
     b = int(attrs["block_size"])
     shape = result_shape(op)
-    if attrs.get("inverse"):
-        raise ExportError(f"{op.name}: space-to-depth does not export to TOSA yet")
     crd = attrs.get("mode", "DCR") == "CRD"
+    if attrs.get("inverse"):  # space-to-depth
+        six = [n, c, h // b, b, w // b, b]
+        perm = [0, 1, 3, 5, 2, 4] if crd else [0, 3, 5, 1, 2, 4]
+        moved = ctx.b.transpose(ctx.b.reshape(ctx.b.logical(x), six), perm)
+        return [ctx.new(ctx.b.reshape(moved, shape), shape, x.element)]
     six = [n, c // (b * b), b, b, h, w] if crd else [n, b, b, c // (b * b), h, w]
     perm = [0, 1, 4, 2, 5, 3] if crd else [0, 3, 4, 1, 5, 2]
     value = ctx.b.reshape(ctx.b.logical(x), six)

@@ -49,6 +49,7 @@ _ELEMENTS: dict[str, tuple[Any, Any]] = {
     "int8": (lambda: IntegerType(8), np.int8),
     "int16": (lambda: IntegerType(16), np.int16),
     "int32": (lambda: IntegerType(32), np.int32),
+    "int64": (lambda: IntegerType(64), np.int64),
     "bool": (lambda: IntegerType(1), np.bool_),
 }
 
