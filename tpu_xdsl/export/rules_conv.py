@@ -111,13 +111,19 @@ def _conv1d(ctx: Context, op: Operation, x: Val, w: Val, bias: Val | None, attrs
 
 @rule("deconv")
 def deconv(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any]) -> list[Val]:
+    """tosa.transpose_conv2d; a dilated kernel is the kernel with dilation - 1 zero rows
+    between its taps (the same sums), and groups are one deconvolution per group."""
     x, w, bias = inputs[0], inputs[1], optional_operand(inputs, 2)
-    if len(attrs["kernel_shape"]) != 2 or int(attrs.get("group", 1)) != 1:
-        raise ExportError(f"{op.name}: only 2-D deconvolutions with one group export to TOSA")
-    if any(d != 1 for d in attrs.get("dilations") or [1, 1]):
-        raise ExportError(f"{op.name}: dilated deconvolutions do not export to TOSA (transpose_conv2d has none)")
+    if len(attrs["kernel_shape"]) != 2:
+        raise ExportError(f"{op.name}: only 2-D deconvolutions export to TOSA (TOSA has no 1-D or 3-D form)")
     out_shape, element = result_shape(op), result_element(op)
-    weight = weight_array(op, w, "filter")  # [C_in, C_out, KH, KW]
+    weight = weight_array(op, w, "filter")  # [C_in, C_out / group, KH, KW]
+    dilations = list(attrs.get("dilations") or [1, 1])
+    if any(d != 1 for d in dilations):
+        kh, kw = weight.shape[2:]
+        dilated = np.zeros((*weight.shape[:2], (kh - 1) * dilations[0] + 1, (kw - 1) * dilations[1] + 1), weight.dtype)
+        dilated[:, :, ::dilations[0], ::dilations[1]] = weight
+        weight = dilated
     bias_array = weight_array(op, bias, "bias") if bias is not None else np.zeros(out_shape[1], numpy_dtype(element))
     pads = list(attrs.get("pads") or [0, 0, 0, 0])
     strides = list(attrs.get("strides") or [1, 1])
@@ -127,18 +133,39 @@ def deconv(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any]
     out_pad[1] += extra[0]
     out_pad[3] += extra[1]
     zp = ctx.b.zero_point(element)
+    props = {"out_pad": array_i64(out_pad), "stride": array_i64(strides), "acc_type": acc_type(element)}
     physical = [out_shape[0], out_shape[2], out_shape[3], out_shape[1]]
-    out = ctx.b.op("transpose_conv2d", [ctx.b.channels_last(x), ctx.b.const(weight.transpose(1, 2, 3, 0)),
-                                        ctx.b.const(bias_array), zp, zp], tensor_type(physical, element),
-                   out_pad=array_i64(out_pad), stride=array_i64(strides), acc_type=acc_type(element))
+    source = ctx.b.channels_last(x)
+    group = int(attrs.get("group", 1))
+    per_in, per_out = x.shape[1] // group, out_shape[1] // group
+    parts = []
+    for g in range(group):
+        piece = source
+        if group > 1:
+            piece = ctx.b.op("slice", [source, ctx.b.shape([0, 0, 0, g * per_in]),
+                                       ctx.b.shape([x.shape[0], x.shape[2], x.shape[3], per_in])],
+                             tensor_type([x.shape[0], x.shape[2], x.shape[3], per_in], element))
+        w_g = weight[g * per_in:(g + 1) * per_in].transpose(1, 2, 3, 0)  # [C_out / group, KH, KW, C_in / group]
+        parts.append(ctx.b.op("transpose_conv2d", [piece, ctx.b.const(np.ascontiguousarray(w_g)),
+                                                   ctx.b.const(bias_array[g * per_out:(g + 1) * per_out]), zp, zp],
+                              tensor_type([*physical[:3], per_out], element), **props))
+    out = parts[0] if group == 1 else ctx.b.op("concat", parts, tensor_type(physical, element), axis=int32(3))
     return [ctx.fused_relu(ctx.new(out, out_shape, element, True), attrs)]
 
 
 def _pool(ctx: Context, op: Operation, x: Val, attrs: dict[str, Any], name: str) -> Val:
     out_shape, element = result_shape(op), result_element(op)
     kernel = list(attrs["kernel_shape"])
+    if len(kernel) == 1:  # [N, C, L] as [N, C, 1, L]
+        x4 = ctx.new(ctx.b.reshape(ctx.b.logical(x), [*x.shape[:2], 1, x.shape[2]]), [*x.shape[:2], 1, x.shape[2]],
+                     x.element)
+        pads = list(attrs.get("pads") or [0, 0])
+        attrs2 = {**attrs, "kernel_shape": [1, kernel[0]], "strides": [1, *(attrs.get("strides") or [1])],
+                  "pads": [0, pads[0], 0, pads[1]]}
+        y4 = _pool(ctx, ShapedOp(op, [*out_shape[:2], 1, out_shape[2]]), x4, attrs2, name)  # pyright: ignore[reportArgumentType]
+        return ctx.new(ctx.b.reshape(ctx.b.logical(y4), out_shape), out_shape, element)
     if len(kernel) != 2:
-        raise ExportError(f"{op.name}: only 2-D pools export to TOSA")
+        raise ExportError(f"{op.name}: 3-D pools do not export to TOSA (it has 2-D pools only)")
     strides = list(attrs.get("strides") or [1, 1])
     pads = list(attrs.get("pads") or [0, 0, 0, 0])
     tosa_pad = [pads[0], pads[2], pads[1], pads[3]]

@@ -29,6 +29,7 @@ from xdsl.dialects.builtin import (
     IndexType,
     IntegerAttr,
     IntegerType,
+    Signedness,
     TensorType,
     f32,
     i32,
@@ -47,6 +48,7 @@ _ELEMENTS: dict[str, tuple[Any, Any]] = {
     "float16": (Float16Type, np.float16),
     "bfloat16": (BFloat16Type, ml_dtypes.bfloat16),
     "int8": (lambda: IntegerType(8), np.int8),
+    "uint8": (lambda: IntegerType(8, Signedness.UNSIGNED), np.uint8),  # TPU weights (lookup tables)
     "int16": (lambda: IntegerType(16), np.int16),
     "int32": (lambda: IntegerType(32), np.int32),
     "int64": (lambda: IntegerType(64), np.int64),
