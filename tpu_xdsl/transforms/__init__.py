@@ -14,6 +14,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return ConvertTopToTosa
 
+    def convert_tpu_to_tosa():
+        from tpu_xdsl.export.convert_tpu_to_tosa import ConvertTpuToTosa
+
+        return ConvertTpuToTosa
+
     def import_calibration():
         from tpu_xdsl.transforms.import_calibration import ImportCalibrationPass
 
@@ -91,6 +96,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
     return {
         "convert-top-to-tosa": convert_top_to_tosa,
+        "convert-tpu-to-tosa": convert_tpu_to_tosa,
         "import-calibration": import_calibration,
         "lower-top-to-tpu": lower_top_to_tpu,
         "top-constant-fold": top_constant_fold,
