@@ -198,10 +198,11 @@ class Lowered:
     calibration_table: Path | None = None  # INT8: the table, as calibrate writes it
 
 
-def lower_model(name: str, folder: Path, mode: str, chip: str, samples: int = 16) -> Lowered:
+def lower_model(name: str, folder: Path, mode: str, chip: str, samples: int = 16, round_mode: str = "") -> Lowered:
     """Import a shipped model (or a `light_*` backend model), calibrate it on `samples` of
     scikit-image's text crops (random normal data for light models, which take no images),
-    and lower it to TPU `mode` for `chip`. Files go to `folder`."""
+    and lower it to TPU `mode` for `chip` (INT8 rounding by `round_mode`, see
+    lower_top_to_tpu). Files go to `folder`."""
     import numpy as np
     from xdsl.dialects.builtin import TensorType
 
@@ -236,5 +237,5 @@ def lower_model(name: str, folder: Path, mode: str, chip: str, samples: int = 16
         table_path = folder / f"{name}_cali_table"
         write_table(table_path, table)
         import_calibration(module, table, str(table_path))
-    lower_top_to_tpu(module, mode.upper(), chip)
+    lower_top_to_tpu(module, mode.upper(), chip, round_mode=round_mode)
     return Lowered(module, path, SampleLoader(module).load(dataset.paths[0]), mlir, table_path)

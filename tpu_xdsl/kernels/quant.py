@@ -192,8 +192,14 @@ def quantize_tensor(x: np.ndarray, scale: float | np.ndarray, zero_point: int = 
     x / scale is float64, except half_to_even on float32 x: ONNX's QuantizeLinear rounds
     the float32 quotient (pre-quantized models use this mode), and a float32 division
     puts values exactly half-way between codes that float64 does not (pixels scaled by
-    2/255 with scale 2/255)."""
-    if round_mode == "half_to_even" and np.asarray(x).dtype == np.float32:
+    2/255 with scale 2/255); and half_up, the TOSA-compatible mode, which computes as a
+    TOSA graph can: floor(x * float32(1 / scale) + 0.5), every step in float32 (TOSA has
+    neither float64 nor division), so IREE quantizes to the same codes."""
+    if round_mode == "half_up":
+        inverse = (1.0 / np.asarray(scale, dtype=np.float64)).astype(np.float32)
+        scaled = np.asarray(x, dtype=np.float32) * inverse
+        scaled += np.float32(0.5)
+    elif round_mode == "half_to_even" and np.asarray(x).dtype == np.float32:
         scaled = (np.asarray(x) / np.asarray(scale, dtype=np.float32)).astype(np.float64)
     else:
         scaled = np.asarray(x, dtype=np.float64) / scale
@@ -201,8 +207,8 @@ def quantize_tensor(x: np.ndarray, scale: float | np.ndarray, zero_point: int = 
         rounded = np.rint(scaled)
     elif round_mode == "half_away_from_zero":
         rounded = np.sign(scaled) * np.floor(np.abs(scaled) + 0.5)
-    elif round_mode == "half_up":
-        rounded = np.floor(scaled + 0.5)
+    elif round_mode == "half_up":  # 0.5 added in float32 above
+        rounded = np.floor(scaled).astype(np.float64)
     elif round_mode == "down":
         rounded = np.floor(scaled)
     elif round_mode == "toward_zero":

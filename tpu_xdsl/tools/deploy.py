@@ -3,7 +3,7 @@
 
     tpu-xdsl deploy N.mlir --quantize F32|F16|BF16|INT8 [--asymmetric] --chip bm1684x \\
         [--calibration-table N_cali_table] [--quantize-table Q] [--quant-input] [--quant-output] \\
-        [--per-tensor-activations] \\
+        [--per-tensor-activations] [--round-mode half_up] \\
         --test-input x.npz --test-reference N_top_outputs.npz [--tolerance C,E] -o N_int8.mlir
 
 It attaches the calibration table (`import-calibration`), lowers
@@ -35,6 +35,11 @@ def add_parser(subparsers) -> None:
         "--per-tensor-activations", action="store_true",
         help="INT8 activations with one scale per tensor, as TPU-MLIR (default: per channel where it helps)",
     )
+    p.add_argument(
+        "--round-mode", default="",
+        help="how INT8 rounds: half_away_from_zero (default) or half_up (TOSA's rescale: an export to TOSA "
+             "computes the same codes)",
+    )
     p.add_argument("--calibration-table", help="the calibration table (from tpu-xdsl calibrate); INT8 needs it")
     p.add_argument("--quantize-table", help="per-op modes for mixed precision: lines 'op_name MODE'")
     p.add_argument("--quant-input", action="store_true", help="INT8 model inputs (no float cast at the inputs)")
@@ -57,6 +62,19 @@ def add_parser(subparsers) -> None:
              "the device model; its TPU .mlir is written beside it)",
     )
     p.set_defaults(func=deploy)
+
+
+def _check_round_mode(round_mode: str, int8: bool, mode: str) -> None:
+    from tpu_xdsl.errors import UsageError
+    from tpu_xdsl.transforms.lower_top_to_tpu import LOWERING_ROUND_MODES
+
+    if round_mode and round_mode not in LOWERING_ROUND_MODES:
+        raise UsageError(
+            f"--round-mode {round_mode}: use {' or '.join(LOWERING_ROUND_MODES)} "
+            "(half_up rounds as TOSA's rescale does)"
+        )
+    if round_mode and not int8:
+        raise UsageError(f"--round-mode sets how INT8 rounds and --quantize {mode} has no INT8; drop it")
 
 
 def _needs_int8(mode: str, qtable: str | None) -> bool:
@@ -167,6 +185,7 @@ def deploy(args: argparse.Namespace) -> int:
     if bool(args.test_input) != bool(args.test_reference):
         raise UsageError("--test-input and --test-reference go together: give both or neither")
     int8 = _needs_int8(mode, args.quantize_table)
+    _check_round_mode(args.round_mode, int8, mode)
     for flag, given in (("--quant-input", args.quant_input), ("--quant-output", args.quant_output)):
         if given and not int8:
             raise UsageError(
@@ -227,7 +246,7 @@ def deploy(args: argparse.Namespace) -> int:
     try:
         report = lower_top_to_tpu(
             module, mode, chip.name, asymmetric, args.quantize_table, args.quant_input, args.quant_output,
-            args.per_tensor_activations,
+            args.per_tensor_activations, args.round_mode,
         )
     except LoweringError as e:
         if imported is None or not (imported.missing and imported.unused):

@@ -1,7 +1,7 @@
 """lower-top-to-tpu: TOP ops to their chip-level TPU counterparts in F32, F16, BF16 or INT8.
 
     lower-top-to-tpu{mode=INT8 chip=bm1684x asymmetric=false qtable=q.txt quant_input=false
-                     quant_output=false per_tensor_activations=false}
+                     quant_output=false per_tensor_activations=false round_mode=half_up}
 
 Pattern families, one per kind of op (`tpu_xdsl/transforms/lowering/`),
 rewrite the ops of @main in program order, so each finds its operands
@@ -91,6 +91,8 @@ INT8_PATTERNS = (
 
 
 LOWERED_STATE = "TPU_LOWERED"
+# The round modes lowering offers: the project's own, and TOSA's (see kernels.quant).
+LOWERING_ROUND_MODES = ("half_away_from_zero", "half_up")
 
 
 def lowered_chip(module: ModuleOp, accepted: Collection[str], takes: str, error: type[Exception]) -> str:
@@ -130,11 +132,19 @@ def lower_top_to_tpu(
     quant_input: bool = False,
     quant_output: bool = False,
     per_tensor_activations: bool = False,
+    round_mode: str = "",
 ) -> LoweringReport:
     """Lower `module` in place; reports the ops that fell back from INT8 to a float mode.
-    `qtable` is a quantize table's path, or its lines as a mapping (trusted: a search's)."""
+    `qtable` is a quantize table's path, or its lines as a mapping (trusted: a search's).
+    `round_mode` (one of ROUND_MODES) sets how INT8 ops and quantizing casts round; empty:
+    half away from zero (half to even for a pre-quantized model)."""
     chip = chip_config(chip_name)
     mode = check_mode(chip, mode)
+    if round_mode and round_mode not in LOWERING_ROUND_MODES:
+        raise LoweringError(
+            f"round mode '{round_mode}': choose {' or '.join(LOWERING_ROUND_MODES)} "
+            "(half_up rounds as TOSA's rescale does)"
+        )
     state = module.attributes.get("module.state")
     if isinstance(state, StringAttr) and not state.data.startswith("TOP"):
         raise LoweringError(f"module.state is {state.data}: lower-top-to-tpu takes a TOP module")
@@ -179,8 +189,10 @@ def lower_top_to_tpu(
             if rewriter.has_done_action:
                 break
     _cast_outputs(ctx, quant_output)
-    if model_scales:
-        _round_half_to_even(module)
+    if round_mode and int8:
+        _set_round_mode(module, round_mode)
+    elif model_scales:
+        _set_round_mode(module, "half_to_even")
 
     TopDce().apply(Context(), module)  # the f32 weights that were converted
     sync_function_type(main_func(module))
@@ -207,14 +219,15 @@ def _keep_model_float_ops(module: ModuleOp, table: dict[str, str], chip) -> list
     return [f"{len(kept)} op(s) run in {mode} as the pre-quantized model computes them in float: {shown}"]
 
 
-def _round_half_to_even(module: ModuleOp) -> None:
-    """A pre-quantized model rounds as ONNX's QuantizeLinear and onnxruntime's requantization
-    do, half to even: its quantizing casts and requantizing ops round so too. (Photo pixels
-    scaled by 2/255 fall exactly half-way between codes: the mode changes every one.)"""
+def _set_round_mode(module: ModuleOp, mode: str) -> None:
+    """Quantizing casts and requantizing ops round by `mode`. A pre-quantized model rounds as
+    ONNX's QuantizeLinear and onnxruntime's requantization do, half to even (photo pixels
+    scaled by 2/255 fall exactly half-way between codes: the mode changes every one);
+    half_up is TOSA's rescale (SINGLE_ROUND), so an export to TOSA computes the same codes."""
     for op in main_func(module).body.block.ops:
         quantizing = op.name == "tpu.cast" and is_quantized(op.results[0].type)
         if quantizing or "round_mode" in op.attributes:
-            op.attributes["round_mode"] = StringAttr("half_to_even")
+            op.attributes["round_mode"] = StringAttr(mode)
 
 
 def _has_channel_ranges(module: ModuleOp) -> bool:
@@ -337,11 +350,12 @@ class LowerTopToTpuPass(ModulePass):
     quant_input: bool = False
     quant_output: bool = False
     per_tensor_activations: bool = False
+    round_mode: str = ""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         report = lower_top_to_tpu(
             op, self.mode, self.chip, self.asymmetric, self.qtable or None, self.quant_input, self.quant_output,
-            self.per_tensor_activations,
+            self.per_tensor_activations, self.round_mode,
         )
         for line in report.lines():
             print(f"note: {line}", file=sys.stderr)
