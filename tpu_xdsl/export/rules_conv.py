@@ -177,11 +177,16 @@ def _pool(ctx: Context, op: Operation, x: Val, attrs: dict[str, Any], name: str)
                           tensor_type(padded, element))
         in_h, in_w, tosa_pad = padded[1], padded[2], [0, 0, 0, 0]
     # ceil_mode and the divisibility rule: the bottom/right padding is what makes the
-    # declared output size come out exactly.
+    # declared output size come out exactly; where it would be negative, the last window
+    # ends before the input does and the rows after it are cropped (never read).
+    crop = [0, 0]
     for i, (size, out) in enumerate(((in_h, out_shape[2]), (in_w, out_shape[3]))):
         tosa_pad[2 * i + 1] = (out - 1) * strides[i] + kernel[i] - size - tosa_pad[2 * i]
         if tosa_pad[2 * i + 1] < 0:
-            raise ExportError(f"{op.name}: this pool's output size needs negative padding; it does not export")
+            crop[i], tosa_pad[2 * i + 1] = -tosa_pad[2 * i + 1], 0
+    if any(crop):
+        kept = [x.shape[0], in_h - crop[0], in_w - crop[1], x.shape[1]]
+        source = ctx.b.op("slice", [source, ctx.b.shape([0, 0, 0, 0]), ctx.b.shape(kept)], tensor_type(kept, element))
     # TOSA leaves padding out of avg_pool2d's divisor, as ONNX's count_include_pad=0 does.
     physical = [out_shape[0], out_shape[2], out_shape[3], out_shape[1]]
     props: dict[str, Attribute] = {
