@@ -14,8 +14,9 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import ml_dtypes
 import numpy as np
-from xdsl.dialects.builtin import IntegerType, TensorType
+from xdsl.dialects.builtin import BFloat16Type, Float16Type, FloatAttr, IntegerType, TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from tpu_xdsl.errors import TpuXdslError
@@ -86,6 +87,10 @@ class Context:
         return self.new(out, x.shape, x.element, x.channels_last)
 
     def clamp(self, x: Val, low: float, high: float) -> Val:
+        if x.element in (Float16Type(), BFloat16Type()):  # bounds in the tensor's type, as TOSA wants
+            top = float(ml_dtypes.finfo(numpy_dtype(x.element)).max)
+            low, high = min(max(low, -top), top), min(max(high, -top), top)
+            return self.unary("clamp", x, min_val=FloatAttr(low, x.element), max_val=FloatAttr(high, x.element))
         return self.unary("clamp", x, min_val=float32(low), max_val=float32(high))
 
     def mul(self, a: Val, b: Val, shape: Sequence[int]) -> Val:
