@@ -29,7 +29,15 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import Float32Type, IntegerAttr, IntegerType, Signedness, TensorType
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    Float16Type,
+    Float32Type,
+    IntegerAttr,
+    IntegerType,
+    Signedness,
+    TensorType,
+)
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from tpu_xdsl.dialects.tosa_attrs import RoundingMode, RoundingModeAttr
@@ -41,6 +49,7 @@ from tpu_xdsl.export.tosa_builder import (
     boolean,
     float32,
     int32,
+    numpy_dtype,
     tensor_type,
 )
 
@@ -48,6 +57,7 @@ I8 = IntegerType(8)
 I32 = IntegerType(32)
 F32 = Float32Type()
 _UI8 = IntegerType(8, Signedness.UNSIGNED)
+_LOW_FLOATS = (Float16Type(), BFloat16Type())
 
 TPU_RULES: dict[str, Rule] = {}
 
@@ -132,12 +142,25 @@ def _i8_type(kind: TensorType) -> TensorType:
 
 
 def _float_only(fn: Rule) -> Rule:
+    """`fn` for float operands; constants in the op's storage type (an F16 or BF16 conv
+    keeps an f32 bias, TOSA wants the result's type)."""
+
     def run(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any]) -> list[Val]:
         if any(_quantized(v) for v in (*op.operands, *op.results)):
             raise ExportError(f"{op.name} on INT8 tensors does not export to TOSA")
+        element = _type(op.results[0]).element_type if op.results and isinstance(op.results[0].type,
+                                                                                 TensorType) else None
+        if element in _LOW_FLOATS:
+            dtype = numpy_dtype(element)
+            inputs = [Val(v.shape, element, const=v.const.astype(dtype)) if v.const is not None
+                      and v.const.dtype.kind == "f" else v for v in inputs]
         return fn(ctx, op, inputs, attrs)
 
     return run
+
+
+def _float(kind: str) -> Rule:
+    return _float_only(RULES[kind])
 
 
 def _on_codes(fn: Rule) -> Rule:
@@ -303,7 +326,7 @@ def _requantized(ctx: Context, op: Operation, acc: SSAValue, attrs: dict[str, An
 @tpu_rule("conv")
 def conv(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any]) -> list[Val]:
     if not _quantized(op.operands[0]):
-        return RULES["conv"](ctx, op, inputs, attrs)
+        return _float("conv")(ctx, op, inputs, attrs)
     x, w = inputs[0], inputs[1]
     if len(attrs["kernel_shape"]) != 2:
         raise ExportError(f"{op.name}: only 2-D INT8 convolutions export to TOSA")
@@ -322,7 +345,7 @@ def avg_pool(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, An
     """The window sum of x - zx (padding adds 0) as a depthwise convolution with unit
     weights, times the multiplier (which holds 1 / count)."""
     if not _quantized(op.operands[0]):
-        return RULES["avg_pool"](ctx, op, inputs, attrs)
+        return _float("avg_pool")(ctx, op, inputs, attrs)
     x = inputs[0]
     kernel = list(attrs["kernel_shape"])
     if len(kernel) != 2:
@@ -343,7 +366,7 @@ def avg_pool(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, An
 @tpu_rule("max_pool")
 def max_pool(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any]) -> list[Val]:
     if not _quantized(op.operands[0]):
-        return RULES["max_pool"](ctx, op, inputs, attrs)
+        return _float("max_pool")(ctx, op, inputs, attrs)
     (y,) = RULES["max_pool"](ctx, _CodesOp(op), inputs, {**attrs, "do_relu": False})  # pyright: ignore[reportArgumentType]
     if not attrs.get("do_relu"):
         return [y]
@@ -356,7 +379,7 @@ def max_pool(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, An
 def matmul(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any]) -> list[Val]:
     """(a - za) @ (b - zb) + bias in i32, rescaled per output column (the last axis)."""
     if not _quantized(op.operands[0]):
-        return RULES["matmul"](ctx, op, inputs, attrs)
+        return _float("matmul")(ctx, op, inputs, attrs)
     a, b = inputs[0], inputs[1]
     bias = _present(inputs, 2)
     out_shape = _shape(op)
@@ -415,7 +438,7 @@ def add(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any]) -
     i32: with m = q * 2^16 + r, the sum is H * 2^16 + L for H = sum(v * q) and L = sum(v * r),
     and rounding it by 2^s (s > 16) equals rounding H + (L >> 16) by 2^(s - 16)."""
     if not _quantized(op.results[0]):
-        return RULES[op.name.partition(".")[2]](ctx, op, inputs, attrs)
+        return _float(op.name.partition(".")[2])(ctx, op, inputs, attrs)
     shape = _shape(op)
     (a, b), last = _operands(ctx, inputs, shape)
     physical = [shape[p] for p in NHWC] if last else list(shape)
@@ -469,7 +492,7 @@ def add(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any]) -
 def mul(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any]) -> list[Val]:
     """(a - za) * (b - zb) in i32, rescaled by the multiplier (per channel when it has C)."""
     if not _quantized(op.results[0]):
-        return RULES["mul"](ctx, op, inputs, attrs)
+        return _float("mul")(ctx, op, inputs, attrs)
     shape = _shape(op)
     (a, b), last = _operands(ctx, inputs, shape)
     physical = [shape[p] for p in NHWC] if last else list(shape)
@@ -530,7 +553,7 @@ def requant(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any
 @tpu_rule("concat")
 def concat(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any]) -> list[Val]:
     if not _quantized(op.results[0]):
-        return RULES["concat"](ctx, op, inputs, attrs)
+        return _float("concat")(ctx, op, inputs, attrs)
     shape = _shape(op)
     multipliers = attrs.get("multiplier")
     zo = _output_zp(op, attrs)
@@ -556,7 +579,7 @@ def concat(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any]
 @tpu_rule("pad")
 def pad(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any]) -> list[Val]:
     if not _quantized(op.results[0]):
-        return RULES["pad"](ctx, op, inputs, attrs)
+        return _float("pad")(ctx, op, inputs, attrs)
     value = float(attrs.get("value", 0.0)) + _offset(op.results[0])
     return RULES["pad"](ctx, _CodesOp(op), inputs, {**attrs, "value": value})  # pyright: ignore[reportArgumentType]
 
@@ -568,7 +591,7 @@ def pad(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any]) -
 def cast(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any]) -> list[Val]:
     source, target = op.operands[0], op.results[0]
     if not _quantized(source) and not _quantized(target):
-        return RULES["cast"](ctx, op, inputs, attrs)
+        return _float("cast")(ctx, op, inputs, attrs)
     if _quantized(source) and _quantized(target):
         raise ExportError(f"{op.name}: a cast between integer types does not export to TOSA")
     x = inputs[0]
