@@ -15,14 +15,14 @@ from xdsl.printer import Printer
 
 pytest.importorskip("iree.compiler")
 
-from tpu_xdsl import zoo  # noqa: E402
-from tpu_xdsl.dialects.module import main_func  # noqa: E402
-from tpu_xdsl.export import iree  # noqa: E402
-from tpu_xdsl.export.convert_top_to_tosa import export_tosa  # noqa: E402
-from tpu_xdsl.export.rules import ExportError  # noqa: E402
-from tpu_xdsl.frontend.onnx_importer import import_onnx  # noqa: E402
-from tpu_xdsl.transforms.pipelines import canonicalize  # noqa: E402
-from tpu_xdsl.weights import attach_weights  # noqa: E402
+from tpu_xdsl import zoo
+from tpu_xdsl.dialects.module import main_func
+from tpu_xdsl.export import iree
+from tpu_xdsl.export.convert_top_to_tosa import export_tosa
+from tpu_xdsl.export.rules import ExportError
+from tpu_xdsl.frontend.onnx_importer import import_onnx
+from tpu_xdsl.transforms.pipelines import canonicalize
+from tpu_xdsl.weights import attach_weights
 
 LIGHT = ["light_resnet50", "light_bvlc_alexnet", "light_densenet121", "light_inception_v1", "light_inception_v2",
          "light_shufflenet", "light_squeezenet", "light_vgg19", "light_zfnet512"]
@@ -69,7 +69,7 @@ def test_real_model_matches_onnxruntime(name):
     text = exported_text(model, name, x.shape)
     ours = iree.load_vmfb(iree.compile_tosa(text, name)).run({input_name: x})
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    reference = session.run(None, {input_name: x})
+    reference = [np.asarray(r) for r in session.run(None, {input_name: x})]
     names = [o.name for o in model.graph.output]
     for output, want in zip(names, reference, strict=True):
         got = np.asarray(ours[output])
@@ -84,8 +84,10 @@ def test_conv_chain_has_no_transpose_between_convs():
 
     rng = np.random.default_rng(0)
     w1, w2 = (numpy_helper.from_array(rng.standard_normal((4, 4, 3, 3)).astype(np.float32), n) for n in ("w1", "w2"))
-    nodes = [helper.make_node("Conv", ["x", "w1"], ["a"], pads=[1, 1, 1, 1]), helper.make_node("Relu", ["a"], ["r"]),
-             helper.make_node("Conv", ["r", "w2"], ["b"], pads=[1, 1, 1, 1]), helper.make_node("Add", ["b", "a"], ["y"])]
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["a"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["a"], ["r"]),
+             helper.make_node("Conv", ["r", "w2"], ["b"], pads=[1, 1, 1, 1]),
+             helper.make_node("Add", ["b", "a"], ["y"])]
     graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8, 8])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])], [w1, w2])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=10)
@@ -97,7 +99,8 @@ def test_conv_chain_has_no_transpose_between_convs():
     assert "tosa.transpose" not in ops[convs[0]:ops.index("tosa.add")]
     x = rng.standard_normal((1, 4, 8, 8)).astype(np.float32)
     got = iree.load_vmfb(iree.compile_tosa(text, "chain")).run({"x": x})["y"]
-    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    want = np.asarray(session.run(None, {"x": x})[0])
     np.testing.assert_allclose(got, want, atol=1e-4)
 
 

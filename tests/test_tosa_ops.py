@@ -15,11 +15,11 @@ from xdsl.printer import Printer
 
 pytest.importorskip("iree.compiler")
 
-from tpu_xdsl.export import iree  # noqa: E402
-from tpu_xdsl.export.convert_top_to_tosa import export_tosa  # noqa: E402
-from tpu_xdsl.frontend.onnx_importer import import_onnx  # noqa: E402
-from tpu_xdsl.transforms.pipelines import canonicalize  # noqa: E402
-from tpu_xdsl.weights import attach_weights  # noqa: E402
+from tpu_xdsl.export import iree
+from tpu_xdsl.export.convert_top_to_tosa import export_tosa
+from tpu_xdsl.frontend.onnx_importer import import_onnx
+from tpu_xdsl.transforms.pipelines import canonicalize
+from tpu_xdsl.weights import attach_weights
 
 F32 = TensorProto.FLOAT
 I64 = TensorProto.INT64
@@ -57,7 +57,7 @@ def run_both(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> tuple[list
     ours = iree.load_vmfb(iree.compile_tosa(text, "test")).run(feeds)
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     names = [o.name for o in model.graph.output]
-    return [np.asarray(ours[n]) for n in names], session.run(None, feeds)
+    return [np.asarray(ours[n]) for n in names], [np.asarray(r) for r in session.run(None, feeds)]
 
 
 def check(model: onnx.ModelProto, feeds: dict[str, np.ndarray], atol: float = 1e-5) -> None:
