@@ -87,10 +87,11 @@ class Context:
         return self.new(out, x.shape, x.element, x.channels_last)
 
     def clamp(self, x: Val, low: float, high: float) -> Val:
-        if x.element in (Float16Type(), BFloat16Type()):  # bounds in the tensor's type, as TOSA wants
+        element = x.element
+        if isinstance(element, Float16Type | BFloat16Type):  # bounds in the tensor's type, as TOSA wants
             top = float(ml_dtypes.finfo(numpy_dtype(x.element)).max)
             low, high = min(max(low, -top), top), min(max(high, -top), top)
-            return self.unary("clamp", x, min_val=FloatAttr(low, x.element), max_val=FloatAttr(high, x.element))
+            return self.unary("clamp", x, min_val=FloatAttr(low, element), max_val=FloatAttr(high, element))
         return self.unary("clamp", x, min_val=float32(low), max_val=float32(high))
 
     def mul(self, a: Val, b: Val, shape: Sequence[int]) -> Val:
