@@ -91,7 +91,7 @@ def measure(name: str, threads: list[int], repeat: int, folder: Path) -> dict[st
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--models", default=DEFAULT_MODELS)
     parser.add_argument("--threads", default="1,2", help="comma-separated thread counts")
     parser.add_argument("--repeat", type=int, default=20, help="timed runs per latency (median)")
