@@ -97,3 +97,44 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path):
                       "give a .tosa.mlir file name")
     assert_user_error(tpu_xdsl("export", str(mlir), "--to", "linalg", "-o", str(out)), "--to")
     assert not out.exists()
+
+
+def test_deploy_export_tosa_int8_half_up_equals_the_interpreter_bit_for_bit(tmp_path):
+    """deploy --round-mode half_up --export-tosa: the TPU module's TOSA form, run by IREE, gives
+    the TPU interpreter's INT8 final outputs exactly; the .tosa.mlir sits beside the outputs.
+    (conv -> relu -> flatten -> matmul: every op INT8, the output a dequantized code.)"""
+    from tests.test_cli_int8_errors import calibrated_top, int8_head_model
+
+    top = calibrated_top(tmp_path, int8_head_model(tmp_path / "m.onnx"), "m")
+    done = tpu_xdsl("deploy", str(top.mlir), "--quantize", "INT8", "--calibration-table", str(top.table),
+                    "--round-mode", "half_up", "--export-tosa", "--test-input", str(top.x),
+                    "--test-reference", str(top.reference), "--tolerance", "0.5,-1", "-o", str(tmp_path / "q.tpumodel"))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr
+    assert "TPU interpreter INT8 (reference) vs TOSA (IREE)" in done.stdout
+    assert "INT8 rounding half up: 1 of 1 INT8 outputs equal bit for bit" in done.stdout
+    text = (tmp_path / "q.tosa.mlir").read_text()
+    assert 'module.state = "TOSA_INT8"' in text and '"tosa.rescale"' in text and '"tosa.conv2d"' in text
+
+
+def test_deploy_export_tosa_f16(tmp_path):
+    from tests.test_cli_int8_errors import calibrated_top
+
+    top = calibrated_top(tmp_path, small_cnn(tmp_path / "m.onnx", dynamic_batch=False), "m")
+    done = tpu_xdsl("deploy", str(top.mlir), "--quantize", "F16", "--export-tosa", "--test-input", str(top.x),
+                    "--test-reference", str(top.reference), "-o", str(tmp_path / "h.mlir"))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr
+    assert "TPU interpreter F16 (reference) vs TOSA (IREE)" in done.stdout and "all pass" in done.stdout
+    assert 'module.state = "TOSA_F16"' in (tmp_path / "h.tosa.mlir").read_text()
+
+
+def test_deploy_export_tosa_never_overwrites_an_input(tmp_path):
+    """The derived h.tosa.mlir is an output like the others: it cannot be the TOP module."""
+    from tests.test_cli_int8_errors import calibrated_top
+
+    top = calibrated_top(tmp_path, small_cnn(tmp_path / "m.onnx", dynamic_batch=False), "m")
+    before = top.mlir.read_bytes()
+    tosa_named = tmp_path / "t.tosa.mlir"
+    tosa_named.write_bytes(before)
+    done = tpu_xdsl("deploy", str(tosa_named), "--quantize", "F16", "--export-tosa", "-o", str(tmp_path / "t.mlir"))
+    assert_user_error(done, "t.tosa.mlir")
+    assert tosa_named.read_bytes() == before and not (tmp_path / "t.mlir").exists()

@@ -22,7 +22,15 @@ from pathlib import Path
 
 from tpu_xdsl.errors import TpuXdslError
 from tpu_xdsl.interp.compare import DEFAULT_TOLERANCE, DEVICE_FLOAT_COSINE
-from tpu_xdsl.outputs import check_output_path, check_paths, module_inputs, module_outputs, named, writes_outputs
+from tpu_xdsl.outputs import (
+    Role,
+    check_output_path,
+    check_paths,
+    module_inputs,
+    module_outputs,
+    named,
+    writes_outputs,
+)
 
 
 def add_parser(subparsers) -> None:
@@ -53,6 +61,11 @@ def add_parser(subparsers) -> None:
     p.add_argument(
         "--opt", default="2",
         help="how tpu-layer-group chooses groups: 1 greedy, 2 dynamic programming over a cycle cost model (default)",
+    )
+    p.add_argument(
+        "--export-tosa", action="store_true",
+        help="also write the TPU module as TOSA (N.tosa.mlir beside the output) and, with --test-input, run it "
+             "in IREE against the TPU interpreter (needs pip install -e '.[tosa]')",
     )
     p.add_argument("--tolerance", help="min cosine,euclidean (default by mode: F32 "
                                        "0.99,0.99; F16/BF16 0.99,0.95; INT8 0.95,0.85)")
@@ -192,13 +205,21 @@ def deploy(args: argparse.Namespace) -> int:
                 f"{flag} keeps INT8 tensors at the model's boundary and --quantize {mode} has none; "
                 f"drop {flag} or deploy with --quantize INT8"
             )
+    tosa_output = output.with_name(f"{output.stem}.tosa.mlir") if args.export_tosa else None
+    if tosa_output is not None and args.test_input:
+        from tpu_xdsl.export.iree import require
+
+        require()
     module = _read_top_module(args.model)
+    written = ([*named("-o", args.output), *module_outputs("-o", mlir_output, args.output)] if compiled
+               else module_outputs("-o", args.output))
+    if tosa_output is not None:
+        written.append(Role("-o", tosa_output, args.output, "the TOSA export"))
     check_paths(
         [*module_inputs("the model", args.model, module), *named("--calibration-table", args.calibration_table),
          *named("--quantize-table", args.quantize_table), *named("--test-input", args.test_input),
          *named("--test-reference", args.test_reference)],
-        [*named("-o", args.output), *module_outputs("-o", mlir_output, args.output)] if compiled
-        else module_outputs("-o", args.output),
+        written,
     )
     state = module.attributes.get("module.state")
     if state is None or not str(state).strip('"').startswith("TOP"):
@@ -261,6 +282,7 @@ def deploy(args: argparse.Namespace) -> int:
         print(f"tpu-xdsl: warning: {line}", file=sys.stderr)
     for line in report.lines():
         print(f"note: {line}")
+    tosa_text = _export_tosa(module, tosa_output) if tosa_output is not None else None
     model = _compile(module, not args.disable_layer_group, int(args.opt)) if compiled else None
     save_module(module, mlir_output, dict(weights_of(module)))
     from xdsl.dialects.builtin import StringAttr
@@ -284,7 +306,68 @@ def deploy(args: argparse.Namespace) -> int:
     print(summary)
     if model is not None:
         ok = _check_device(model, feeds, tpu_tensors) and ok
+    if tosa_text is not None:
+        exact = _int8_outputs(module) if int8 and args.round_mode == "half_up" else set()
+        ok = _check_tosa(tosa_text, str(tosa_output), feeds, outputs, mode, exact) and ok
     return 0 if ok else 1
+
+
+def _export_tosa(module, path: Path) -> str:
+    """Write the lowered module's TOSA form (before layer groups change it); its text."""
+    from io import StringIO
+
+    from tpu_xdsl.ir_io import write_atomic, write_module
+    from tpu_xdsl.tools.export import export_module
+    from tpu_xdsl.weights import weights_of
+
+    exported = export_module(module, weights_of(module))
+    text = StringIO()
+    write_module(exported, text)
+    write_atomic(path, lambda f: f.write(text.getvalue()))
+    count = sum(1 for op in exported.walk() if op.name.startswith("tosa."))
+    print(f"wrote {path} ({count} TOSA ops)")
+    return text.getvalue()
+
+
+def _int8_outputs(module) -> set[str]:
+    """The final outputs an INT8 op computes: integer codes, or codes a last `tpu.cast`
+    turns into floats (outputs of float fallbacks are not among them)."""
+    from xdsl.dialects.builtin import IntegerType, TensorType
+    from xdsl.ir import OpResult
+
+    from tpu_xdsl.dialects.module import main_func, output_names
+
+    ret = main_func(module).body.block.last_op
+    assert ret is not None
+    found = set()
+    for name, value in zip(output_names(module), ret.operands, strict=True):
+        if isinstance(value, OpResult) and value.owner.name == "tpu.cast":
+            value = value.owner.operands[0]
+        kind = value.type
+        if isinstance(kind, TensorType) and isinstance(kind.element_type, IntegerType):
+            found.add(name)
+    return found
+
+
+def _check_tosa(text: str, source: str, feeds, tpu_outputs, mode: str, exact: set[str]) -> bool:
+    """The TOSA export compiled and run by IREE against the TPU interpreter's final outputs;
+    the outputs in `exact` (INT8 ones, rounding half up as TOSA's rescale does) must be equal."""
+    from tpu_xdsl.export.iree import compile_tosa, load_vmfb
+    from tpu_xdsl.interp.compare import TOSA_TOLERANCE, Tolerance, compare_all, format_table, summarize
+
+    tolerance = Tolerance.parse(TOSA_TOLERANCE.get(mode, TOSA_TOLERANCE["F32"]))
+    got = load_vmfb(compile_tosa(text, source)).run(feeds)
+    rows = compare_all(tpu_outputs, got)
+    print(format_table(rows, tolerance, f"TPU interpreter {mode} (reference) vs TOSA (IREE), final outputs"))
+    ok, summary = summarize(rows, tolerance)
+    print(summary)
+    checked = [r for r in rows if r.name in exact]
+    if checked:
+        differ = [r.name for r in checked if r.problem or r.max_abs_diff != 0]
+        print(f"INT8 rounding half up: {len(checked) - len(differ)} of {len(checked)} INT8 outputs equal bit for bit"
+              + (f"; differ: {', '.join(differ)}" if differ else ""))
+        ok = ok and not differ
+    return ok
 
 
 def _model_scales_notes(module, table: str | None, asymmetric: bool) -> bool:

@@ -59,7 +59,9 @@ def export_module(module, weights):
 
         return export_tosa(module, weights)
     if text.startswith("TPU"):
-        raise UsageError(f"{text}: the TOSA export of TPU modules is not available yet; export the TOP .mlir")
+        from tpu_xdsl.export.convert_tpu_to_tosa import export_tpu_tosa
+
+        return export_tpu_tosa(module, weights)
     raise UsageError(f"module.state is {text or 'missing'}; give a TOP .mlir from transform or a TPU .mlir from deploy")
 
 
