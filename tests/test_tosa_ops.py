@@ -287,3 +287,36 @@ def test_docs_table_matches_rules():
     with_rules = {f"top.{kind}" for kind in RULES} | {"top.input", "top.none", "top.weight"}
     assert set(exported) == with_rules & top_ops
     assert not set(missing) & with_rules
+
+
+# -- recurrent ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("direction,layout", [("forward", 0), ("bidirectional", 0), ("reverse", 0)])
+def test_lstm(direction, layout):
+    seq, batch, size, hidden = 5, 2, 3, 4
+    dirs = 2 if direction == "bidirectional" else 1
+    x = randn(batch, seq, size) if layout else randn(seq, batch, size)
+    h0 = randn(batch, dirs, hidden, seed=4) if layout else randn(dirs, batch, hidden, seed=4)
+    inits = [const("W", randn(dirs, 4 * hidden, size, seed=1)), const("R", randn(dirs, 4 * hidden, hidden, seed=2)),
+             const("B", randn(dirs, 8 * hidden, seed=3))]
+    node = helper.make_node("LSTM", ["x", "W", "R", "B", "", "h0"], ["y", "y_h", "y_c"], hidden_size=hidden,
+                            direction=direction, layout=layout)
+    y_shape = (batch, seq, dirs, hidden) if layout else (seq, dirs, batch, hidden)
+    state = (batch, dirs, hidden) if layout else (dirs, batch, hidden)
+    model = model_of([node], [vi("x", F32, x.shape), vi("h0", F32, h0.shape)],
+                     [vi("y", F32, y_shape), vi("y_h", F32, state), vi("y_c", F32, state)], inits)
+    check(model, {"x": x, "h0": h0})
+
+
+@pytest.mark.parametrize("before_reset", [0, 1])
+def test_gru(before_reset):
+    seq, batch, size, hidden = 4, 2, 3, 5
+    x = randn(seq, batch, size)
+    inits = [const("W", randn(2, 3 * hidden, size, seed=1)), const("R", randn(2, 3 * hidden, hidden, seed=2)),
+             const("B", randn(2, 6 * hidden, seed=3))]
+    node = helper.make_node("GRU", ["x", "W", "R", "B"], ["y", "y_h"], hidden_size=hidden, direction="bidirectional",
+                            linear_before_reset=before_reset)
+    model = model_of([node], [vi("x", F32, x.shape)],
+                     [vi("y", F32, (seq, 2, batch, hidden)), vi("y_h", F32, (2, batch, hidden))], inits)
+    check(model, {"x": x})

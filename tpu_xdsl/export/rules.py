@@ -453,4 +453,4 @@ def mish(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any]) 
     return [ctx.mul(x, ctx.unary("tanh", soft), x.shape)]
 
 # The op families register their rules in RULES when imported (after the helpers above exist).
-from tpu_xdsl.export import rules_conv, rules_nn, rules_tensor  # noqa: F401  # pyright: ignore[reportUnusedImport]
+from tpu_xdsl.export import rules_conv, rules_nn, rules_recurrent, rules_tensor  # noqa: F401  # pyright: ignore[reportUnusedImport]
