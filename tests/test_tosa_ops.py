@@ -320,3 +320,17 @@ def test_gru(before_reset):
     model = model_of([node], [vi("x", F32, x.shape)],
                      [vi("y", F32, (seq, 2, batch, hidden)), vi("y_h", F32, (2, batch, hidden))], inits)
     check(model, {"x": x})
+
+
+def test_one_hot_by_cast_of_equal():
+    """Cast(Equal) to float, as tf2onnx writes one-hot encodings (magika): the importer folds
+    the cast into the comparison's result type."""
+    ids = np.array([[3, 0, 7, 3]], np.int64)
+    nodes = [helper.make_node("Unsqueeze", ["ids", "axis"], ["col"]),
+             helper.make_node("Equal", ["col", "classes"], ["hit"]),
+             helper.make_node("Cast", ["hit"], ["onehot"], to=F32),
+             helper.make_node("MatMul", ["onehot", "table"], ["y"])]
+    inits = [const("axis", np.array([2])), const("classes", np.arange(8, dtype=np.int64).reshape(1, 1, 8)),
+             const("table", randn(8, 5))]
+    model = model_of(nodes, [vi("ids", I64, ids.shape)], [vi("y", F32, (1, 4, 5))], inits)
+    check(model, {"ids": ids})

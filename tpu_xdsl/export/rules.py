@@ -395,7 +395,16 @@ def compare(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any
     mode = attrs["mode"]
     a, b = inputs if mode not in ("lt", "le") else inputs[::-1]  # a < b is b > a
     y = ctx.elementwise(_COMPARE[mode], [a, b], result_shape(op), BOOL)
-    return [ctx.unary("logical_not", y) if mode == "ne" else y]
+    return [from_truth(ctx, ctx.unary("logical_not", y) if mode == "ne" else y, result_element(op))]
+
+
+def from_truth(ctx: Context, mask: Val, element: Attribute) -> Val:
+    """An i1 result as the op's element type: the importer folds a cast of a comparison to
+    float into the comparison's result type (one-hot encodings), 1 where true, else 0."""
+    if element == BOOL:
+        return mask
+    one, zero = ctx.scalar(1, element, mask.rank), ctx.scalar(0, element, mask.rank)
+    return ctx.elementwise("select", [mask, one, zero], mask.shape, element)
 
 
 def truth(ctx: Context, val: Val) -> Val:
@@ -412,9 +421,9 @@ def truth(ctx: Context, val: Val) -> Val:
 def logical(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any]) -> list[Val]:
     mode = attrs["mode"]
     if mode == "not":
-        return [ctx.unary("logical_not", truth(ctx, inputs[0]))]
+        return [from_truth(ctx, ctx.unary("logical_not", truth(ctx, inputs[0])), result_element(op))]
     operands = [truth(ctx, v) for v in inputs]
-    return [ctx.elementwise(f"logical_{mode}", operands, result_shape(op), BOOL)]
+    return [from_truth(ctx, ctx.elementwise(f"logical_{mode}", operands, result_shape(op), BOOL), result_element(op))]
 
 
 @rule("round")

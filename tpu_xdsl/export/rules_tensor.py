@@ -316,7 +316,14 @@ def cast(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any]) 
     element = result_element(op)
     if x.element == element:
         return [x]
-    out = ctx.b.op("cast", [ctx.b.materialize(x, x.channels_last)], tensor_type(x.physical_shape, element))
+    if x.const is not None:
+        return [Val(x.shape, element, const=x.const.astype(numpy_dtype(element)))]
+    value = ctx.b.materialize(x, x.channels_last)
+    i64 = IntegerType(64)
+    if i64 in (x.element, element) and I32 not in (x.element, element):
+        # TOSA casts i64 only to and from i32: through i32 (indices and ids fit it).
+        value = ctx.b.op("cast", [value], tensor_type(x.physical_shape, I32))
+    out = ctx.b.op("cast", [value], tensor_type(x.physical_shape, element))
     return [ctx.new(out, x.shape, element, x.channels_last)]
 
 
