@@ -130,14 +130,18 @@ class ConvertTopToTosa(ModulePass):
     name = "convert-top-to-tosa"
 
     def apply(self, ctx: XdslContext, op: ModuleOp) -> None:
-        exported = export_tosa(op)
-        for child in list(op.body.block.ops):
-            child.detach()
-            child.erase(safe_erase=False)
-        for child in list(exported.body.block.ops):
-            child.detach()
-            op.body.block.add_op(child)
-        for name in list(op.attributes):
-            if name.startswith("module."):
-                del op.attributes[name]
-        op.attributes.update(exported.attributes)
+        replace_module(op, export_tosa(op))
+
+
+def replace_module(module: ModuleOp, exported: ModuleOp) -> None:
+    """Give `module` the body and `module.*` attributes of its export (a pass rewrites in place)."""
+    for child in list(module.body.block.ops):
+        child.detach()
+        child.erase(safe_erase=False)
+    for child in list(exported.body.block.ops):
+        child.detach()
+        module.body.block.add_op(child)
+    for name in list(module.attributes):
+        if name.startswith("module."):
+            del module.attributes[name]
+    module.attributes.update(exported.attributes)

@@ -20,7 +20,7 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.passes import ModulePass
 
 from tpu_xdsl.dialects.module import main_func
-from tpu_xdsl.export.convert_top_to_tosa import export_tosa
+from tpu_xdsl.export.convert_top_to_tosa import export_tosa, replace_module
 from tpu_xdsl.export.int8_rules import tpu_rules
 from tpu_xdsl.export.rules import ExportError
 
@@ -44,14 +44,4 @@ class ConvertTpuToTosa(ModulePass):
     name = "convert-tpu-to-tosa"
 
     def apply(self, ctx: XdslContext, op: ModuleOp) -> None:
-        exported = export_tpu_tosa(op)
-        for child in list(op.body.block.ops):
-            child.detach()
-            child.erase(safe_erase=False)
-        for child in list(exported.body.block.ops):
-            child.detach()
-            op.body.block.add_op(child)
-        for name in list(op.attributes):
-            if name.startswith("module."):
-                del op.attributes[name]
-        op.attributes.update(exported.attributes)
+        replace_module(op, export_tpu_tosa(op))
