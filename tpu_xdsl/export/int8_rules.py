@@ -198,9 +198,18 @@ def _tosa_scale(multiplier: int, shift: int, op: Operation) -> tuple[int, int]:
 
 
 def rescale(ctx: Context, x: SSAValue, out: Attribute, multipliers: Sequence[int], shifts: Sequence[int],
-            in_zp: int, out_zp: int, op: Operation) -> SSAValue:
-    """`tosa.rescale` of `x` to element `out`: one factor, or one per channel of the last axis."""
+            in_zp: int, out_zp: int, op: Operation, axis: int = -1) -> SSAValue:
+    """`tosa.rescale` of `x` to element `out`: one factor, or one per channel of `x`'s
+    axis `axis` (tosa.rescale takes them along the last axis: another axis is transposed
+    there and back)."""
     count = max(len(multipliers), len(shifts))
+    rank = len(_type(x).get_shape())
+    axis %= max(rank, 1)
+    if count > 1 and axis != rank - 1:
+        perm = [*(a for a in range(rank) if a != axis), axis]
+        inverse = [perm.index(a) for a in range(rank)]
+        moved = rescale(ctx, ctx.b.transpose(x, perm), out, multipliers, shifts, in_zp, out_zp, op)
+        return ctx.b.transpose(moved, inverse)
     pairs = [_tosa_scale(int(multipliers[i % len(multipliers)]), int(shifts[i % len(shifts)]), op)
              for i in range(count)]
     in_element = _type(x).element_type
@@ -240,12 +249,6 @@ def _channel_axis(attrs: dict[str, Any], rank: int) -> int:
 
 def _mul_i32(ctx: Context, a: SSAValue, b: SSAValue, shape: Sequence[int]) -> SSAValue:
     return ctx.b.op("mul", [a, b, ctx.b.const(np.zeros(1, np.int8))], tensor_type(shape, I32))
-
-
-def _check_per_channel_last(op: Operation, val: Val, axis: int, count: int) -> None:
-    if count > 1 and _physical_axis(val, axis) != val.rank - 1:
-        raise ExportError(f"{op.name}: per-channel factors along axis {axis} of a rank-{val.rank} tensor "
-                          "do not export (tosa.rescale takes them along the last axis)")
 
 
 # -- convolution-like ----------------------------------------------------------------------------
@@ -338,6 +341,84 @@ def conv(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any]) 
                     list(attrs.get("pads") or [0, 0, 0, 0]), list(attrs.get("dilations") or [1, 1]),
                     out_shape, _input_zp(op, attrs, 0))
     return [_requantized(ctx, op, acc, attrs, out_shape, True)]
+
+
+@tpu_rule("deconv")
+def deconv(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any]) -> list[Val]:
+    """`tosa.transpose_conv2d` of i8 x (its zero point) and i8 weights summed in i32 with
+    the i32 bias, then the per-channel rescale; dilation and groups as the float rule."""
+    if not _quantized(op.operands[0]):
+        return _float("deconv")(ctx, op, inputs, attrs)
+    x = inputs[0]
+    if len(attrs["kernel_shape"]) != 2:
+        raise ExportError(f"{op.name}: only 2-D INT8 deconvolutions export to TOSA")
+    out_shape = _shape(op)
+    weight = _constant(op, inputs[1], "filter").astype(np.int8)  # [C_in, C_out / group, KH, KW]
+    dilations = list(attrs.get("dilations") or [1, 1])
+    if any(d != 1 for d in dilations):
+        kh, kw = weight.shape[2:]
+        dilated = np.zeros((*weight.shape[:2], (kh - 1) * dilations[0] + 1, (kw - 1) * dilations[1] + 1), np.int8)
+        dilated[:, :, ::dilations[0], ::dilations[1]] = weight
+        weight = dilated
+    b = _present(inputs, 2)
+    bias = _constant(op, b, "bias").astype(np.int32) if b is not None else np.zeros(out_shape[1], np.int32)
+    pads = list(attrs.get("pads") or [0, 0, 0, 0])
+    extra = list(attrs.get("output_padding") or [0, 0])  # grows the bottom/right edge
+    out_pad = [-pads[0], -pads[2] + extra[0], -pads[1], -pads[3] + extra[1]]
+    props = {"out_pad": array_i64(out_pad), "stride": array_i64(list(attrs.get("strides") or [1, 1])),
+             "acc_type": I32}
+    zps = [_zp(ctx, _input_zp(op, attrs, 0)), _zp(ctx, 0)]
+    physical = [out_shape[0], out_shape[2], out_shape[3], out_shape[1]]
+    source = ctx.b.channels_last(x)
+    group = int(attrs.get("group", 1))
+    per_in, per_out = x.shape[1] // group, out_shape[1] // group
+    parts = []
+    for g in range(group):
+        piece = source
+        if group > 1:
+            sizes = [x.shape[0], x.shape[2], x.shape[3], per_in]
+            piece = ctx.b.op("slice", [source, ctx.b.shape([0, 0, 0, g * per_in]), ctx.b.shape(sizes)],
+                             tensor_type(sizes, I8))
+        w_g = weight[g * per_in:(g + 1) * per_in].transpose(1, 2, 3, 0)  # [C_out / group, KH, KW, C_in / group]
+        parts.append(ctx.b.op("transpose_conv2d", [piece, ctx.b.const(np.ascontiguousarray(w_g)),
+                                                   ctx.b.const(bias[g * per_out:(g + 1) * per_out]), *zps],
+                              tensor_type([*physical[:3], per_out], I32), **props))
+    acc = parts[0] if group == 1 else ctx.b.op("concat", parts, tensor_type(physical, I32), axis=int32(3))
+    return [_requantized(ctx, op, acc, attrs, out_shape, True)]
+
+
+@tpu_rule("scale")
+def scale(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any]) -> list[Val]:
+    """(x - zx) * s[c] + bias[c] in i32 (i8 s, i32 bias along axis 1), rescaled per channel."""
+    if not _quantized(op.operands[0]):
+        return _float("scale")(ctx, op, inputs, attrs)
+    x = inputs[0]
+    if x.rank < 2:
+        raise ExportError(f"{op.name}: an INT8 scale of a rank-{x.rank} tensor does not export to TOSA")
+    axis = _physical_axis(x, 1)
+    physical = list(x.physical_shape)
+    acc = _mul_i32(ctx, _to_i32(ctx, ctx.b.materialize(x, x.channels_last), _input_zp(op, attrs, 0), op),
+                   ctx.b.const(_per_channel_const(_constant(op, inputs[1], "scale"), np.int32, x.rank, axis)),
+                   physical)
+    b = _present(inputs, 2)
+    if b is not None:
+        bias = _per_channel_const(_constant(op, b, "bias"), np.int32, x.rank, axis)
+        acc = ctx.b.op("add", [acc, ctx.b.const(bias)], tensor_type(physical, I32))
+    zo = _output_zp(op, attrs)
+    y = rescale(ctx, acc, I8, attrs.get("multiplier") or [1], attrs.get("rshift") or [0], 0, zo, op, axis)
+    return [ctx.new(_relu(ctx, y, zo, attrs), x.shape, I8, x.channels_last)]
+
+
+@tpu_rule("interp", "upsample")
+def interp(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any]) -> list[Val]:
+    """Nearest-neighbour resizes only pick codes: the float rule on them (TOSA's resize
+    takes i8 for NEAREST_NEIGHBOR). A linear resize of INT8 codes is refused."""
+    kind = op.name.partition(".")[2]
+    if not _quantized(op.results[0]):
+        return _float(kind)(ctx, op, inputs, attrs)
+    if kind == "interp" and attrs.get("mode") != "nearest":
+        raise ExportError(f"{op.name}: an INT8 {attrs.get('mode')} resize does not export to TOSA (nearest does)")
+    return _on_codes(RULES[kind])(ctx, op, inputs, attrs)
 
 
 @tpu_rule("avg_pool")
@@ -465,8 +546,8 @@ def add(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any]) -
     parts = (multipliers[:half], multipliers[half:])
 
     def weighted_sum(coefficients: Sequence[Sequence[int]]) -> SSAValue:
-        terms = [_mul_i32(ctx, v, ctx.b.const(factor(c)), physical) for v, c in zip(centered, coefficients,
-                                                                                     strict=True)]
+        terms = [_mul_i32(ctx, v, ctx.b.const(factor(c)), np.broadcast_shapes(_type(v).get_shape(), factor(c).shape))
+                 for v, c in zip(centered, coefficients, strict=True)]
         return ctx.b.op("add", terms, tensor_type(physical, I32))
 
     largest = max(abs(m) for m in multipliers)
@@ -499,10 +580,9 @@ def mul(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any]) -
     product = _mul_i32(ctx, _to_i32(ctx, a, _input_zp(op, attrs, 0), op), _to_i32(ctx, b, _input_zp(op, attrs, 1), op),
                        physical)
     multipliers = attrs.get("multiplier") or [1]
-    _check_per_channel_last(op, Val(tuple(shape), I8, channels_last=last), _channel_axis(attrs, len(shape)),
-                            len(multipliers))
+    axis = _physical_axis(Val(tuple(shape), I8, channels_last=last), _channel_axis(attrs, len(shape)))
     zo = _output_zp(op, attrs)
-    y = rescale(ctx, product, I8, multipliers, attrs.get("rshift") or [0], 0, zo, op)
+    y = rescale(ctx, product, I8, multipliers, attrs.get("rshift") or [0], 0, zo, op, axis)
     return [ctx.new(_relu(ctx, y, zo, attrs), shape, I8, last)]
 
 
@@ -537,14 +617,18 @@ def _lut_per_channel(ctx: Context, x: Val, source: SSAValue, values: np.ndarray,
 
 @tpu_rule("requant")
 def requant(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any]) -> list[Val]:
+    """A rescale; per-channel factors along axis 1 of a rank-4 tensor rescale it in the
+    channels-last layout (where a conv leaves it), along other axes transposed there."""
     x = inputs[0]
     multipliers, shifts = attrs["multiplier"], attrs["rshift"]
-    _check_per_channel_last(op, x, int(attrs.get("axis", 1)), max(len(multipliers), len(shifts)))
-    source = ctx.b.materialize(x, x.channels_last)
+    axis = int(attrs.get("axis", 1)) % max(x.rank, 1)
+    last = x.channels_last or (x.rank == 4 and axis == 1 and max(len(multipliers), len(shifts)) > 1)
+    source = ctx.b.materialize(x, last)
     out_zp = int(attrs.get("zero_point", 0) or 0) + _offset(op.results[0])
     in_zp = _offset(op.operands[0]) if _quantized(op.operands[0]) else 0
-    y = rescale(ctx, source, I8, multipliers, shifts, in_zp, out_zp, op)
-    return [ctx.new(y, x.shape, I8, x.channels_last)]
+    layout = Val(x.shape, I8, channels_last=last and x.rank == 4)
+    y = rescale(ctx, source, I8, multipliers, shifts, in_zp, out_zp, op, _physical_axis(layout, axis))
+    return [ctx.new(y, x.shape, I8, layout.channels_last)]
 
 
 # -- data movement with requantization --------------------------------------------------------
@@ -566,10 +650,10 @@ def concat(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any]
     per = len(multipliers) // len(inputs)
     parts = []
     for i, val in enumerate(inputs):
-        _check_per_channel_last(op, Val(val.shape, I8, channels_last=last), _channel_axis(attrs, rank), per)
+        channel = _physical_axis(Val(val.shape, I8, channels_last=last), _channel_axis(attrs, rank))
         source = ctx.b.materialize(val, last)
         parts.append(rescale(ctx, source, I8, multipliers[i * per:(i + 1) * per], rshifts[i * per:(i + 1) * per],
-                             _input_zp(op, attrs, i), zo, op))
+                             _input_zp(op, attrs, i), zo, op, channel))
     axis = int(attrs["axis"]) % rank
     physical = [shape[p] for p in NHWC] if last else list(shape)
     out = ctx.b.op("concat", parts, tensor_type(physical, I8), axis=int32(NHWC.index(axis) if last else axis))
