@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 from xdsl.dialects.builtin import (
     BFloat16Type,
@@ -78,7 +79,7 @@ def tpu_rule(*kinds: str):
 def tpu_rules() -> dict[str, Rule]:
     """The rule table of a TPU module: the float rules (refusing integer operands), the
     data-movement rules on i8 codes, and the INT8 rules of this file."""
-    table: dict[str, Rule] = {kind: _float_only(fn) for kind, fn in RULES.items()}
+    table: dict[str, Rule] = {kind: _float_only(fn, kind) for kind, fn in RULES.items()}
     for kind in _DATA_MOVEMENT:
         if kind in RULES:
             table[kind] = _on_codes(RULES[kind])
@@ -141,26 +142,82 @@ def _i8_type(kind: TensorType) -> TensorType:
     return tensor_type(kind.get_shape(), element)
 
 
-def _float_only(fn: Rule) -> Rule:
-    """`fn` for float operands; constants in the op's storage type (an F16 or BF16 conv
-    keeps an f32 bias, TOSA wants the result's type)."""
+def _float_only(fn: Rule, kind: str) -> Rule:
+    """`fn` for float operands. An op on f16 or bf16 tensors computes as the TPU does: in
+    f32 on its inputs widened (exactly) to f32, its f32 constants (a conv's bias) as they
+    are, with one rounding of each result to the storage type; TOSA's own f16/bf16 ops
+    would round every step (a conv's bias, each op of an activation's expansion).
+    Data movement and casts run in the storage type."""
 
     def run(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any]) -> list[Val]:
         if any(_quantized(v) for v in (*op.operands, *op.results)):
             raise ExportError(f"{op.name} on INT8 tensors does not export to TOSA")
-        element = _type(op.results[0]).element_type if op.results and isinstance(op.results[0].type,
-                                                                                 TensorType) else None
-        if element in _LOW_FLOATS:
-            dtype = numpy_dtype(element)
-            inputs = [Val(v.shape, element, const=v.const.astype(dtype)) if v.const is not None
-                      and v.const.dtype.kind == "f" else v for v in inputs]
-        return fn(ctx, op, inputs, attrs)
+        low = [r for r in op.results if isinstance(r.type, TensorType) and r.type.element_type in _LOW_FLOATS]
+        if not low or kind in _STORAGE_KINDS:
+            element = low[0].type.element_type if low else None  # pyright: ignore[reportAttributeAccessIssue]
+            if element is not None:
+                dtype = numpy_dtype(element)
+                inputs = [Val(v.shape, element, const=v.const.astype(dtype)) if v.const is not None
+                          and v.const.dtype.kind == "f" else v for v in inputs]
+            return fn(ctx, op, inputs, attrs)
+        wide = [_widened(ctx, v) for v in inputs]
+        outs = fn(ctx, _WideOp(op), wide, attrs)  # pyright: ignore[reportArgumentType]
+        narrowed = []
+        for result, val in zip(op.results, outs, strict=True):
+            element = _type(result).element_type
+            if val.element != element and element in _LOW_FLOATS:
+                source = ctx.b.materialize(val, val.channels_last)
+                if element == BFloat16Type():
+                    source = _bf16_rounded(ctx, source)
+                val = ctx.new(ctx.b.op("cast", [source], tensor_type(val.physical_shape, element)), val.shape,
+                              element, val.channels_last)
+            narrowed.append(val)
+        return narrowed
 
     return run
 
 
+# Kinds whose f16/bf16 form runs in the storage type: exact there (they move, select or
+# compare elements) or conversions themselves.
+_STORAGE_KINDS = (*_DATA_MOVEMENT, "cast", "concat", "max_pool", "interp", "upsample", "relu", "gather")
+
+
+def _widened(ctx: Context, val: Val) -> Val:
+    """`val` as f32 (exact from f16 and bf16); other values as they are."""
+    if val.const is not None:
+        floating = val.const.dtype.kind == "f" or val.const.dtype == ml_dtypes.bfloat16
+        return Val(val.shape, F32, const=val.const.astype(np.float32)) if floating else val
+    if val.element not in _LOW_FLOATS or val.value is None:
+        return val
+    source = ctx.b.materialize(val, val.channels_last)
+    return ctx.new(ctx.b.op("cast", [source], tensor_type(val.physical_shape, F32)), val.shape, F32,
+                   val.channels_last)
+
+
+def _bf16_rounded(ctx: Context, x: SSAValue) -> SSAValue:
+    """f32 `x` rounded to bf16's 8 significant bits, still in f32 (Veltkamp's split:
+    t = x * (2^16 + 1), x rounded = t - (t - x)). IREE's CPU pipeline removes a cast to
+    bf16 and back between two fused elementwise ops (ConvertBf16ArithToF32), so a plain
+    tosa.cast would not round there; the cast that follows this is exact. Exact for
+    |x| < 2^112 (t overflows beyond)."""
+    kind = _type(x)
+    rank = len(kind.get_shape())
+    t = ctx.b.op("mul", [x, ctx.b.const(np.full((1,) * rank, 65537.0, np.float32)),
+                         ctx.b.const(np.zeros(1, np.int8))], kind)
+    return ctx.b.op("sub", [t, ctx.b.op("sub", [t, x], kind)], kind)
+
+
+class _WideOp:
+    """An op seen with f32 results where it has f16 or bf16 ones."""
+
+    def __init__(self, op: Operation):
+        self.name = op.name
+        self.results = [_Result(tensor_type(_type(r).get_shape(), F32)) if isinstance(r.type, TensorType)
+                        and r.type.element_type in _LOW_FLOATS else r for r in op.results]
+
+
 def _float(kind: str) -> Rule:
-    return _float_only(RULES[kind])
+    return _float_only(RULES[kind], kind)
 
 
 def _on_codes(fn: Rule) -> Rule:

@@ -152,10 +152,11 @@ def op_kind(op: Operation) -> str:
 
 
 def acc_type(element: Attribute) -> Attribute:
-    from xdsl.dialects.builtin import Float16Type, Float32Type, IntegerType
+    """i32 for integers, else f32: TOSA allows f32 accumulation of f16 (the TPU interpreter
+    sums f16 in f32; f16 sums lose the last bits of long reductions and overflow a global
+    average pool's)."""
+    from xdsl.dialects.builtin import Float32Type, IntegerType
 
-    if element == Float16Type():
-        return Float16Type()
     if isinstance(element, IntegerType):
         return IntegerType(32)
     return Float32Type()
@@ -194,10 +195,19 @@ def matmul(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any]
         return value
 
     zp = ctx.b.zero_point(element)
-    out = ctx.b.op("matmul", [as3(a_log, m, k), as3(b_log, k, n), zp, zp], tensor_type([count, m, n], element))
-    y = ctx.new(ctx.b.reshape(out, out_shape), out_shape, element)
+    # f16 and bf16 products summed in f32 (TOSA's wider matmul output), as the TPU interpreter
+    # sums them; the bias added there too, one rounding to the storage type at the end.
+    wide = acc_type(element)
+    out = ctx.b.op("matmul", [as3(a_log, m, k), as3(b_log, k, n), zp, zp], tensor_type([count, m, n], wide))
+    y = ctx.new(ctx.b.reshape(out, out_shape), out_shape, wide)
     if bias is not None:
-        y = ctx.elementwise("add", [y, bias], out_shape, element)
+        if bias.const is not None:
+            bias = Val(bias.shape, wide, const=bias.const.astype(np.float32))
+        elif bias.element != wide:
+            bias = ctx.new(ctx.b.op("cast", [ctx.b.logical(bias)], tensor_type(bias.shape, wide)), bias.shape, wide)
+        y = ctx.elementwise("add", [y, bias], out_shape, wide)
+    if wide != element:
+        y = ctx.new(ctx.b.op("cast", [ctx.b.logical(y)], tensor_type(out_shape, element)), out_shape, element)
     return [ctx.fused_relu(y, attrs)]
 
 

@@ -12,6 +12,7 @@ from xdsl.ir import Operation, SSAValue
 from tpu_xdsl.export.rules import (
     Context,
     ExportError,
+    acc_type,
     const_array,
     is_none,
     op_kind,
@@ -216,7 +217,7 @@ def lrn(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any]) -
     total = ctx.b.op("conv2d", [ctx.b.channels_last(square), ctx.b.const(band.transpose(0, 2, 3, 1)),
                                 ctx.b.const(np.zeros(channels, np.float32)), zp, zp], tensor_type(physical, x.element),
                      pad=array_i64([0, 0, 0, 0]), stride=array_i64([1, 1]), dilation=array_i64([1, 1]),
-                     acc_type=x.element)
+                     acc_type=acc_type(x.element))
     summed = ctx.new(total, square.shape, x.element, channels_last=True)
     base = ctx.elementwise("add", [ctx.mul(summed, ctx.scalar(alpha / size, x.element, 4), summed.shape),
                                    ctx.scalar(bias, x.element, 4)], summed.shape, x.element)
