@@ -216,14 +216,34 @@ def _per_channel_mul(shape: list[int], flat: list[int]):
     )
 
 
+# INT8 reductions: a per-channel mean over H and W, a sum and a max over C and W.
+REDUCTIONS = model_of(
+    [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+        helper.make_node("ReduceMean", ["c1", "hw"], ["rm"], keepdims=1),
+        helper.make_node("ReduceSum", ["c1", "cw"], ["rs"], keepdims=0),
+        helper.make_node("ReduceMax", ["c1", "cw"], ["rx"], keepdims=0),
+        helper.make_node("Add", ["rs", "rx"], ["s2"]),
+        helper.make_node("Flatten", ["rm"], ["f"]),
+        helper.make_node("Concat", ["f", "s2"], ["y"], axis=1),
+    ],
+    [("x", [1, 3, 6, 5])],
+    "y",
+    [init("w1", _w(8, 3, 3, 3)), init("b1", _w(8)), helper.make_tensor("hw", onnx.TensorProto.INT64, [2], [2, 3]),
+     helper.make_tensor("cw", onnx.TensorProto.INT64, [2], [1, 3])],
+    opset=18,
+)
+
+
 @pytest.mark.parametrize(
     ("model", "kinds"),
     [
         (DECONV_SCALE_RESIZE, {"tpu.deconv", "tpu.add", "tpu.scale", "tpu.interp", "tpu.mul"}),
         (_per_channel_mul([1, 4, 5, 6], [1, 2, 60]), {"tpu.mul", "tpu.requant"}),
         (_per_channel_mul([1, 4, 6], [1, 24]), {"tpu.mul", "tpu.requant"}),
+        (REDUCTIONS, {"tpu.reduce", "tpu.requant", "tpu.concat"}),
     ],
-    ids=["deconv_scale_resize", "per_channel_rank4", "per_channel_rank3"],
+    ids=["deconv_scale_resize", "per_channel_rank4", "per_channel_rank3", "reductions"],
 )
 def test_int8_rule_half_up_is_bit_exact_through_iree(tmp_path, model, kinds):
     _, tpu, feeds, fallbacks = lowered(model, tmp_path, samples=8, round_mode="half_up")
@@ -236,6 +256,39 @@ def test_int8_rule_half_up_is_bit_exact_through_iree(tmp_path, model, kinds):
     assert any(value.dtype.kind in "iu" for value in ours.values())
     for name, value in ours.items():
         np.testing.assert_array_equal(theirs[name], value, err_msg=name)
+
+
+_CAST_TYPES = {"F32": "tensor<1x2x4x4xf32>", "Q8": "tensor<1x2x4x4xi8, #tpu.uniform<3.125e-02 : f64, 0 : i64>>",
+               "U8": "tensor<1x2x4x4xui8, #tpu.uniform<6.25e-02 : f64, 128 : i64>>",
+               "V8": "tensor<1x2x4x4xi8, #tpu.uniform<0.25 : f64, -3 : i64>>"}
+CASTS = """builtin.module attributes {module.name = "casts", module.state = "TPU_LOWERED", module.mode = "INT8"} {
+  func.func @main(%arg0: F32) -> F32 {
+    %x = "top.input"(%arg0) {names = ["x"]} : (F32) -> F32
+    %q = "tpu.cast"(%x) {names = ["q"], scale = 3.125e-02 : f64, round_mode = "half_up"} : (F32) -> Q8
+    %u = "tpu.cast"(%q) {names = ["u"], scale = 2.0 : f64, zero_point = 128 : i64, round_mode = "half_up"} : (Q8) -> U8
+    %v = "tpu.cast"(%u) {names = ["v"], scale = 4.0 : f64, zero_point = -3 : i64, round_mode = "half_up"} : (U8) -> V8
+    %f = "tpu.cast"(%v) {names = ["f"], scale = 2.5e-01 : f64, zero_point = -3 : i64} : (V8) -> F32
+    func.return %f : F32
+  }
+}"""
+for _key, _type in _CAST_TYPES.items():
+    CASTS = CASTS.replace(_key, _type)
+
+
+def test_integer_to_integer_casts_quantize_the_codes_through_iree():
+    from tpu_xdsl.ir_io import parse_module
+
+    # int8 -> uint8 -> int8: each quantizes the codes as values (code / scale rounded half
+    # up, plus the zero point, saturated); odd codes over 2 are ties, negative ones too.
+    x = np.linspace(-4.5, 4.5, 32, dtype=np.float32).reshape(1, 2, 4, 4)
+    q = np.clip(np.floor(x * 32 + 0.5), -128, 127)
+    u = np.clip(np.floor(q / 2 + 0.5) + 128, 0, 255)
+    v = np.clip(np.floor(u / 4 + 0.5) - 3, -128, 127)
+    ours, theirs = _int8_codes(parse_module(CASTS), {}, {"x": x})
+    for name, hand in (("q", q), ("u", u), ("v", v)):
+        np.testing.assert_array_equal(ours[name], hand, err_msg=name)
+        np.testing.assert_array_equal(theirs[name], hand, err_msg=name)
+    np.testing.assert_array_equal(theirs["f"], (v + 3) * 0.25)
 
 
 @pytest.mark.slow

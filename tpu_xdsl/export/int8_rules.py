@@ -43,6 +43,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 
 from tpu_xdsl.dialects.tosa_attrs import RoundingMode, RoundingModeAttr
 from tpu_xdsl.export.rules import RULES, Context, ExportError, Rule
+from tpu_xdsl.export.rules_nn import reduce_axis
 from tpu_xdsl.export.tosa_builder import (
     NHWC,
     Val,
@@ -692,6 +693,31 @@ def requant(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any
     return [ctx.new(y, x.shape, I8, layout.channels_last)]
 
 
+@tpu_rule("reduce")
+def reduce(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any]) -> list[Val]:
+    """max/min compare codes as they are; sum and mean: the sum of x - zx in i32 over the
+    axes, rescaled (per channel along axis 1 of the result when the op is)."""
+    if not _quantized(op.operands[0]):
+        return _float("reduce")(ctx, op, inputs, attrs)
+    mode = attrs["mode"]
+    if mode in ("max", "min"):
+        return _on_codes(RULES["reduce"])(ctx, op, inputs, attrs)
+    if mode not in ("sum", "mean"):
+        raise ExportError(f"{op.name}: an INT8 reduce {mode} does not export to TOSA (sum, mean, max, min do)")
+    x = inputs[0]
+    axes = sorted(int(a) % x.rank for a in attrs["axes"]) if attrs.get("axes") else list(range(x.rank))
+    total = ctx.new(_to_i32(ctx, ctx.b.materialize(x, x.channels_last), _input_zp(op, attrs, 0), op), x.shape, I32,
+                    x.channels_last)
+    for axis in axes:
+        total = reduce_axis(ctx, "reduce_sum", total, axis)
+    out_shape = _shape(op)
+    acc = ctx.b.reshape(ctx.b.logical(total), out_shape)
+    zo = _output_zp(op, attrs)
+    y = rescale(ctx, acc, I8, attrs.get("multiplier") or [1], attrs.get("rshift") or [0], 0, zo, op,
+                1 % max(len(out_shape), 1))
+    return [ctx.new(_relu(ctx, y, zo, attrs), out_shape, I8)]
+
+
 # -- data movement with requantization --------------------------------------------------------
 
 
@@ -737,9 +763,12 @@ def cast(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any]) 
     source, target = op.operands[0], op.results[0]
     if not _quantized(source) and not _quantized(target):
         return _float("cast")(ctx, op, inputs, attrs)
-    if _quantized(source) and _quantized(target):
-        raise ExportError(f"{op.name}: a cast between integer types does not export to TOSA")
     x = inputs[0]
+    if _quantized(source) and _quantized(target):  # codes quantized as values (kernels.int8.cast), via f32
+        codes = ctx.b.op("cast", [ctx.b.materialize(x, x.channels_last)], tensor_type(x.physical_shape, F32))
+        if _offset(source):
+            codes = _f32(ctx, "add", codes, np.full((1,) * x.rank, -_offset(source), np.float32), x.physical_shape)
+        x = ctx.new(codes, x.shape, F32, x.channels_last)
     rank = x.rank
     scales = _present(inputs, 1)
     if scales is not None:
