@@ -291,6 +291,39 @@ def test_integer_to_integer_casts_quantize_the_codes_through_iree():
     np.testing.assert_array_equal(theirs["f"], (v + 3) * 0.25)
 
 
+REFUSED = """builtin.module attributes {module.name = "r", module.state = "TPU_LOWERED", module.mode = "INT8"} {
+  func.func @main(%arg0: X32) -> Y32 {
+    %x = "top.input"(%arg0) {names = ["x"]} : (X32) -> X32
+    %q = "tpu.cast"(%x) {names = ["q"], scale = 3.125e-02 : f64, round_mode = "half_up"} : (X32) -> X8
+    %a = "tpu.interp"(%q) {names = ["a"], mode = "linear", coordinate_mode = "asymmetric", SCALES} : (X8) -> Y8
+    %b = "tpu.interp"(%q) {names = ["b"], mode = "linear", coordinate_mode = "asymmetric", SCALES} : (X8) -> Y8
+    %c = "tpu.add"(%a, %b) {names = ["c"], multiplier = [1, 1], rshift = [1], round_mode = "half_up"} : (Y8, Y8) -> Y8
+    %y = "tpu.cast"(%c) {names = ["y"], scale = 3.125e-02 : f64} : (Y8) -> Y32
+    func.return %y : Y32
+  }
+}"""
+for _key, _type in {"X32": "tensor<1x2x4x4xf32>", "Y32": "tensor<1x2x8x8xf32>",
+                    "X8": "tensor<1x2x4x4xi8, #tpu.uniform<3.125e-02 : f64, 0 : i64>>",
+                    "Y8": "tensor<1x2x8x8xi8, #tpu.uniform<3.125e-02 : f64, 0 : i64>>",
+                    "SCALES": "scales = [1.0 : f64, 1.0 : f64, 2.0 : f64, 2.0 : f64]"}.items():
+    REFUSED = REFUSED.replace(_key, _type)
+
+
+def test_every_refused_int8_op_is_named_at_once_in_one_line():
+    from tpu_xdsl.export.convert_tpu_to_tosa import export_tpu_tosa
+    from tpu_xdsl.export.rules import ExportError
+    from tpu_xdsl.ir_io import parse_module
+
+    # Two linear resizes of INT8 codes, both refused; the add of their results is not tried.
+    with pytest.raises(ExportError) as raised:
+        export_tpu_tosa(parse_module(REFUSED), {})
+    message = str(raised.value)
+    assert "\n" not in message
+    assert message.count("an INT8 linear resize does not export") == 2, message
+    assert "(at a)" in message and "(at b)" in message
+    assert "tpu.add" not in message
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["ppocr_det", "ppocr_rec", "nudenet"])
 def test_zoo_int8_half_up_is_bit_exact(tmp_path, name):

@@ -9,7 +9,9 @@ tools and IREE read.
   layout (see `tosa_builder`), so a conv chain holds none between its convs.
 - The module keeps the source's `module.*` attributes (name, preprocessing), with
   module.state TOSA_<mode> and module.source_state the state it came from.
-- Every op that cannot be exported is named, all at once, in one line (`ExportError`).
+- Every op that cannot be exported is named, all at once, in one line (`ExportError`): the
+  kinds without a rule, else every op a rule refuses (with its reason) that does not
+  depend on another refused op.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from xdsl.ir import Block, Region, SSAValue
 from xdsl.passes import ModulePass
 
 from tpu_xdsl.dialects.attr_values import op_attrs
-from tpu_xdsl.dialects.module import input_names, main_func, output_names
+from tpu_xdsl.dialects.module import input_names, main_func, output_names, tensor_names
 from tpu_xdsl.export.rules import RULES, Context, ExportError, Rule
 from tpu_xdsl.export.tosa_builder import Builder, Val, numpy_dtype
 from tpu_xdsl.weights import weights_of
@@ -61,6 +63,10 @@ def export_tosa(
     builder = Builder(block)
     ctx = Context(builder)
     values: dict[SSAValue, Val] = {}
+    # Ops a rule refuses (one-line reasons), all named at once; their results, and what is
+    # computed from them, are not exported further.
+    reasons: list[str] = []
+    refused: set[SSAValue] = set()
     for arg, new in zip(main.body.block.args, block.args, strict=True):
         kind = arg.type
         assert isinstance(kind, TensorType)
@@ -84,10 +90,21 @@ def export_tosa(
             values[op.results[0]] = Val(tuple(result.get_shape()), result.element_type,
                                         const=array.astype(numpy_dtype(result.element_type), copy=False))
             continue
+        if any(v in refused for v in op.operands):  # downstream of a refused op: not checked
+            refused.update(op.results)
+            continue
         inputs = [values[v] for v in op.operands]
-        outs = rules[kind](ctx, op, inputs, op_attrs(op))
+        try:
+            outs = rules[kind](ctx, op, inputs, op_attrs(op))
+        except ExportError as e:
+            named = tensor_names(op)
+            reasons.append(f"{e} (at {named[0]})" if named else str(e))
+            refused.update(op.results)
+            continue
         for result, val in zip(op.results, outs, strict=True):
             values[result] = val
+    if reasons:
+        raise ExportError("; ".join(reasons) if len(reasons) == 1 else f"cannot export to TOSA: {'; '.join(reasons)}")
     returned = [builder.logical(values[v]) for v in ret.operands]
     block.add_op(func.ReturnOp(*returned))
     result_types = [v.type for v in returned]
