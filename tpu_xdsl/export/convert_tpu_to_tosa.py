@@ -1,7 +1,8 @@
 """`convert-tpu-to-tosa`: a TPU module (F32, F16, BF16 or INT8, as lowering leaves it)
 becomes a TOSA 1.0 module that upstream MLIR tools and IREE read.
 
-Float TPU ops export by the TOP rules (`rules.py`) in their storage type; INT8 ops by
+Float TPU ops export by the TOP rules (`rules.py`), f16 and bf16 ones computing in f32
+between a widening cast and one rounding to the storage type (the TPU's arithmetic); INT8 ops by
 `int8_rules.py`: i32 accumulation and `tosa.rescale` with the op's own multipliers and
 shifts, lookup tables as `tosa.table`. Interface, weights and module attributes as in
 `convert-top-to-tosa`. A module deployed with `--round-mode half_up` exports to TOSA that

@@ -14,9 +14,18 @@ data movement) work on either as they are.
   31-bit multipliers needs up to 40 bits, so each multiplier is split as q * 2^16 + r and
   the high and low sums are added after shifting the low one by 16 (exact: the low
   sum's last 16 bits cannot reach the rounding point), then rescaled by 1 / 2^(rshift - 16).
+- deconv: `tosa.transpose_conv2d` summed in i32, then the rescale; scale: (x - zx) * s[c]
+  + bias[c] in i32, rescaled per channel; reduce sum/mean: the i32 sum of x - zx, rescaled;
+  reduce max/min, nearest resizes: on the codes as they are.
 - concat: each input rescaled to the output's scale, then joined; lut: `tosa.table`;
   requant: rescale; cast: quantize (x * f32(1/scale), rounded as the op's `round_mode`,
-  clamped) and dequantize (cast, shift by the zero point, multiply).
+  clamped), dequantize (cast, shift by the zero point, multiply), and between integer
+  types quantize the codes as values (as kernels.int8.cast).
+- Per-channel factors along an axis other than the last: rescaled with that axis
+  transposed last and back (a requant of a rank-4 tensor works channels-last instead).
+
+F16/BF16 ops (the float rules) compute in f32 on inputs widened to f32 and round each result
+once to the storage type, as the TPU interpreter does (`_float_only`).
 
 `tosa.rescale` rounds SINGLE_ROUND, half up: the project's `round_mode = "half_up"` (deploy
 --round-mode half_up) computes the same codes bit for bit; with the default half away from
