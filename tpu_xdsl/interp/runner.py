@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp, TensorType
@@ -18,6 +18,7 @@ from tpu_xdsl.dialects.module import input_names, main_func, output_names, tenso
 from tpu_xdsl.dialects.quant_types import qparams_of
 from tpu_xdsl.errors import TpuXdslError
 from tpu_xdsl.feeds import accepts_dtype, in_input_order
+from tpu_xdsl.interp.plan import ExecutionPlan
 from tpu_xdsl.interp.top_interpreter import ModelRounding, TopFunctions
 from tpu_xdsl.interp.tpu_interpreter import TpuFunctions, TpuGroupFunctions
 from tpu_xdsl.kernels.dtypes import numpy_dtype
@@ -45,32 +46,46 @@ class TensorCapture(Interpreter.Listener):
                 self.tensors[name] = np.asarray(value)
 
 
+class InputSignature:
+    """@main's inputs (names, shapes, dtypes, quantization), read once from the module,
+    to match the arrays given to many runs."""
+
+    def __init__(self, module: ModuleOp):
+        self.names = input_names(module)
+        arg_types = main_func(module).function_type.inputs.data
+        self.types = [
+            (
+                tuple(arg_type.get_shape()),  # type: ignore[attr-defined]
+                numpy_dtype(arg_type.element_type),  # type: ignore[attr-defined]
+                qparams_of(arg_type),
+            )
+            for arg_type in arg_types
+        ]
+
+    def arrange(self, inputs: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+        """Match inputs by name (or, for a single input, whatever its key) to @main's arguments."""
+        values = in_input_order(self.names, inputs, InputMismatchError)
+        arranged = []
+        for name, value, (shape, dtype, qparams) in zip(self.names, values, self.types, strict=True):
+            value = np.asarray(value)
+            if value.shape != shape:
+                raise InputMismatchError(
+                    f"input '{name}' has shape {list(value.shape)}, the model expects {list(shape)}"
+                )
+            if qparams is not None and value.dtype.kind == "f":
+                # An INT8 input (quant_input): float data is quantized as the chip's runtime does.
+                value = qparams.quantize(value)
+            if not accepts_dtype(value.dtype, dtype):
+                raise InputMismatchError(
+                    f"input '{name}' has dtype {value.dtype}, the model expects {dtype}; save it as {dtype}"
+                )
+            arranged.append(value.astype(dtype, copy=False))
+        return arranged
+
+
 def arrange_inputs(module: ModuleOp, inputs: Mapping[str, np.ndarray]) -> list[np.ndarray]:
     """Match inputs by name (or, for a single input, whatever its key) to @main's arguments."""
-    names = input_names(module)
-    main = main_func(module)
-    arg_types = main.function_type.inputs.data
-    values = in_input_order(names, inputs, InputMismatchError)
-
-    arranged = []
-    for name, value, arg_type in zip(names, values, arg_types, strict=True):
-        value = np.asarray(value)
-        shape = tuple(arg_type.get_shape())  # type: ignore[attr-defined]
-        dtype = numpy_dtype(arg_type.element_type)  # type: ignore[attr-defined]
-        if value.shape != shape:
-            raise InputMismatchError(
-                f"input '{name}' has shape {list(value.shape)}, the model expects {list(shape)}"
-            )
-        qparams = qparams_of(arg_type)
-        if qparams is not None and value.dtype.kind == "f":
-            # An INT8 input (quant_input): float data is quantized as the chip's runtime does.
-            value = qparams.quantize(value)
-        if not accepts_dtype(value.dtype, dtype):
-            raise InputMismatchError(
-                f"input '{name}' has dtype {value.dtype}, the model expects {dtype}; save it as {dtype}"
-            )
-        arranged.append(value.astype(dtype, copy=False))
-    return arranged
+    return InputSignature(module).arrange(inputs)
 
 
 def tensor_qparams(module: ModuleOp) -> dict[str, QParams | ChannelQParams]:
@@ -124,27 +139,51 @@ def check_tensor_sizes(module: ModuleOp) -> None:
 
 class ModuleRunner:
     """Runs @main of one module many times (calibration, benchmarks), reusing the
-    op implementations and their per-op caches between runs."""
+    op implementations and their per-op caches between runs.
+
+    `run` goes through an `ExecutionPlan` (each op bound once to its kernel, attributes
+    and weights) where the module has one, through xDSL's interpreter otherwise; both
+    compute the same arrays and call listeners alike. `functions` are the interpreter
+    functions, for callers that run the interpreter with implementations of their own."""
 
     def __init__(self, module: ModuleOp, weights: Mapping[str, np.ndarray]):
         check_tensor_sizes(module)
         self.module = module
         rounding = model_rounding(module)
-        self.functions = [FuncFunctions(), TopFunctions(weights, rounding), TpuFunctions(), TpuGroupFunctions()]
+        self.top = TopFunctions(weights, rounding)
+        self.functions = [FuncFunctions(), self.top, TpuFunctions(), TpuGroupFunctions()]
         self.output_names = output_names(module)
+        self.signature = InputSignature(module)
+        self._plan: ExecutionPlan | None | bool = False  # False: not built yet
+
+    @property
+    def plan(self) -> ExecutionPlan | None:
+        """The module's execution plan, built on first use; None where it has none."""
+        if self._plan is False:
+            self._plan = ExecutionPlan.build(main_func(self.module).body.block, self.top)
+        assert self._plan is not True
+        return self._plan
 
     def run(
         self, inputs: Mapping[str, np.ndarray], listeners: Iterable[Interpreter.Listener] = ()
     ) -> dict[str, np.ndarray]:
-        interpreter = Interpreter(self.module, listeners=tuple(listeners))
-        for functions in self.functions:
-            interpreter.register_implementations(functions)
-        args = arrange_inputs(self.module, inputs)
-        results = interpreter.call_op("main", tuple(args))
+        args = self.signature.arrange(inputs)
+        plan = self.plan
+        if plan is not None:
+            results = plan.run(args, tuple(listeners))
+        else:
+            results = self.interpret(args, listeners)
         return {
             name: np.asarray(value)
             for name, value in zip(self.output_names, results, strict=True)
         }
+
+    def interpret(self, args: Sequence[np.ndarray], listeners: Iterable[Interpreter.Listener] = ()) -> PythonValues:
+        """@main's results on `args` through xDSL's interpreter (no plan)."""
+        interpreter = Interpreter(self.module, listeners=tuple(listeners))
+        for functions in self.functions:
+            interpreter.register_implementations(functions)
+        return interpreter.call_op("main", tuple(args))
 
 
 def run_module(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -129,7 +129,12 @@ def _run_kernel(
             static[op] = cached
     attrs, specs = cached
     # Variadic operands arrive flattened; kernels of variadic ops take the list.
-    outputs = kernel(list(args), attrs, specs)
+    return checked_outputs(op, specs, kernel(list(args), attrs, specs))
+
+
+def checked_outputs(op: Operation, specs: list[ResultSpec], outputs: Sequence[Any]) -> PythonValues:
+    """A kernel's `outputs` for `op` in its result types; an output of another shape
+    than the IR's is a bug (InterpretError)."""
     checked = []
     for out, spec in zip(outputs, specs, strict=True):
         if out is None:
@@ -189,6 +194,10 @@ class TopFunctions(_TopKernelFunctions):
 
     @impl(_top_ops["top.weight"])
     def run_weight(self, interpreter: Interpreter, op: Operation, args: PythonValues):
+        return (self.weight_value(op),)
+
+    def weight_value(self, op: Operation) -> np.ndarray:
+        """The array of `top.weight` op `op`, from the weight file, in its result type."""
         name = weight_name(op)
         if name not in self.weights:
             raise InterpretError(f"weight '{name}' is not in the weight file")
@@ -200,8 +209,8 @@ class TopFunctions(_TopKernelFunctions):
             )
         if value.dtype.kind == "V" and value.dtype.itemsize == spec.dtype.itemsize:
             # An .npz keeps a bfloat16 array as raw 2-byte records: the same bits.
-            return (value.view(spec.dtype),)
-        return (value.astype(spec.dtype, copy=False),)
+            return value.view(spec.dtype)
+        return value.astype(spec.dtype, copy=False)
 
     @impl(_top_ops["top.none"])
     def run_none(self, interpreter: Interpreter, op: Operation, args: PythonValues):

@@ -21,6 +21,7 @@ the padded input holding that tap's input pixel for every output pixel.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -34,6 +35,13 @@ from tpu_xdsl.kernels.activation import fused_relu
 _COLS_LIMIT = 64 << 20
 # Stride-1 2-d convs whose im2col columns would take more bytes run as shifted GEMMs.
 SHIFTED_GEMM_ABOVE = 8 << 20
+# Elements per vector row of a depthwise conv's taps (`_depthwise_2d`).
+_DEPTHWISE_BLOCK = 2048
+# Elements of a depthwise conv's output computed tap by tap before the next ones.
+_DEPTHWISE_CHUNK = 32768
+# Depthwise convs whose channels hold at least this many output pixels (of the padded
+# row width) run per channel: their rows are long enough, and channels-last copies cost.
+_PLANAR_DEPTHWISE_PIXELS = 2048
 # Above this many taps along a dim, pooling reduces a window view instead of looping.
 _MAX_TAP_LOOP = 16
 
@@ -234,7 +242,7 @@ def _im2col(
     n, c = xp.shape[:2]
     oc = w.shape[0]
     out = tuple(out_shape[2:])
-    k_size = int(np.prod(kernel_shape))
+    k_size = int(math.prod(kernel_shape))
     cg, ocg = c // group, oc // group
     if cg == 1 and ocg == 1 and len(kernel_shape) == 2:
         return _depthwise_2d(xp, w, kernel_shape, strides, dilations, out_shape, max_terms)
@@ -243,10 +251,10 @@ def _im2col(
     # im2col copies the input once per tap but then runs one long GEMM: it wins
     # while its columns stay in cache; shifted GEMMs need no copy.
     shifted = group == 1 and len(kernel_shape) == 2 and all(s == 1 for s in strides)
-    cols_bytes = n * c * k_size * int(np.prod(out)) * xp.itemsize
+    cols_bytes = n * c * k_size * int(math.prod(out)) * xp.itemsize
     if shifted and cols_bytes > SHIFTED_GEMM_ABOVE:
         return _shifted_gemm(xp, w, dilations, out_shape, max_terms)
-    row_bytes = n * c * k_size * int(np.prod(out[1:])) * xp.itemsize
+    row_bytes = n * c * k_size * int(math.prod(out[1:])) * xp.itemsize
     block = max(1, _COLS_LIMIT // row_bytes)
     if block < out[0]:
         y = None
@@ -363,7 +371,24 @@ def _depthwise_2d(
     out_shape: Sequence[int],
     max_terms: int | None = None,
 ) -> np.ndarray:
-    """`_depthwise` for 2-d convs on flattened rows, as `_shifted_gemm` does: the
+    """A 2-d depthwise conv, on each channel's flattened rows where a channel has many
+    output pixels, on channels-last rows where it has few (the same sums either way)."""
+    oh = out_shape[2]
+    pixels = oh * -(-xp.shape[3] // strides[1])
+    run = _depthwise_2d_planar if pixels >= _PLANAR_DEPTHWISE_PIXELS else _depthwise_2d_channels_last
+    return run(xp, w, kernel_shape, strides, dilations, out_shape, max_terms)
+
+
+def _depthwise_2d_planar(
+    xp: np.ndarray,
+    w: np.ndarray,
+    kernel_shape: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+    out_shape: Sequence[int],
+    max_terms: int | None = None,
+) -> np.ndarray:
+    """`_depthwise` for 2-d convs on flattened rows of each channel, as `_shifted_gemm` does: the
     padded input is split into its stride phases (phase (a, b) holds rows a, a + sh,
     ... and columns b, b + sw, ...; one copy, none for stride 1), and each tap reads
     one contiguous slice per channel of its phase: long vector loops instead of
@@ -407,6 +432,77 @@ def _depthwise_2d(
     return y.reshape(n, c, oh, wq)[:, :, :, :ow]
 
 
+def _depthwise_2d_channels_last(
+    xp: np.ndarray,
+    w: np.ndarray,
+    kernel_shape: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+    out_shape: Sequence[int],
+    max_terms: int | None = None,
+) -> np.ndarray:
+    """`_depthwise` for 2-d convs on flattened channels-last rows, as `_shifted_gemm`
+    does: the padded input is split into its stride phases (phase (a, b) holds rows
+    a, a + sh, ... and columns b, b + sw, ...), each stored [N, pixels, C], so that a
+    tap reads one contiguous slice of its phase for every output pixel and channel.
+    The tap's products are one multiply of that slice by the tap's weights tiled over
+    `_DEPTHWISE_BLOCK` elements: long vector loops even where a channel holds only a
+    few pixels (numpy pays ~0.1 us per short row). Each output is the same float sum,
+    product by product in tap order, as per channel. Outputs have the phases' row
+    width; the result is the view that crops the extra columns."""
+    n, c, hp, wp = xp.shape
+    (kh, kw), (sh, sw), (dh, dw) = kernel_shape, strides, dilations
+    oh, ow = out_shape[2:]
+    hq, wq = -(-hp // sh), -(-wp // sw)
+    length = oh * wq
+    # Pixels per vector row: whole rows of C channels, about _DEPTHWISE_BLOCK elements.
+    block = min(length, max(1, _DEPTHWISE_BLOCK // c))
+    rows = -(-length // block)
+    padded_length = rows * block
+    last_offset = ((kh - 1) * dh // sh) * wq + (kw - 1) * dw // sw
+    pixels = max(hq * wq, last_offset + padded_length)
+    phases = {}
+    for a, b in itertools.product(range(sh), range(sw)):
+        phase = np.zeros((n, pixels, c), dtype=xp.dtype)
+        view = xp[:, :, a::sh, b::sw]
+        grid = phase[:, : hq * wq].reshape(n, hq, wq, c)
+        grid[:, : view.shape[2], : view.shape[3]] = view.transpose(0, 2, 3, 1)
+        phases[a, b] = phase.reshape(n, pixels * c)
+    width = block * c
+    tap_weights = w.reshape(c, kh * kw).astype(xp.dtype, copy=False).T
+    weights = np.empty((kh * kw, block, c), dtype=xp.dtype)
+    weights[...] = tap_weights[:, None, :]
+    weights = weights.reshape(kh * kw, width)
+    part = np.empty((n, rows, width), dtype=xp.dtype)
+    groups = term_chunks(kh * kw, max_terms)
+    total = None if len(groups) == 1 else np.empty((n, rows, width))
+    # Rows in chunks of about _DEPTHWISE_CHUNK elements: a chunk's partial sums stay in
+    # cache while every tap adds to them.
+    chunk = max(1, _DEPTHWISE_CHUNK // width)
+    term = np.empty((n, min(chunk, rows), width), dtype=xp.dtype)
+    for r0 in range(0, rows, chunk):
+        r1 = min(rows, r0 + chunk)
+        out, products = part[:, r0:r1], term[:, : r1 - r0]
+        for group in groups:
+            for t in range(group.start, group.stop):
+                i, j = divmod(t, kw)
+                offset = ((i * dh // sh) * wq + j * dw // sw + r0 * block) * c
+                tap = phases[i * dh % sh, j * dw % sw][:, offset : offset + (r1 - r0) * width]
+                tap = tap.reshape(n, r1 - r0, width)
+                if t == group.start:
+                    np.multiply(tap, weights[t], out=out)
+                else:
+                    np.multiply(tap, weights[t], out=products)
+                    out += products
+            if total is not None and group.start == 0:
+                total[:, r0:r1] = out
+            elif total is not None:
+                total[:, r0:r1] += out
+    y = part if total is None else total
+    y = y.reshape(n, padded_length, c)[:, :length]
+    return y.reshape(n, oh, wq, c)[:, :, :ow].transpose(0, 3, 1, 2)
+
+
 @kernel("deconv")
 def deconv(
     inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultSpec]
@@ -421,7 +517,7 @@ def deconv(
     n, c = x.shape[:2]
     sizes = x.shape[2:]
     cg, ocg = c // group, w.shape[1]
-    k_size = int(np.prod(kernel_shape))
+    k_size = int(math.prod(kernel_shape))
     xg = x.reshape(n, group, cg, -1)
     xg = (
         xg[0] if n == 1 else xg.transpose(1, 2, 0, 3).reshape(group, cg, -1)

@@ -37,6 +37,7 @@ checks them against integer references.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -62,6 +63,7 @@ from tpu_xdsl.kernels.int8_sums import (
 )
 from tpu_xdsl.kernels.quant import (
     channel_shape,
+    int_info,
     quantize_tensor,
     requantize,
     rounding_shift,
@@ -94,7 +96,7 @@ def conv(inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultS
     zx = zero_point(attrs, 0)
     group = int(attrs.get("group", 1))
     kernel_shape, strides, pads, dilations = float_conv_pool.spatial_params(attrs, x.ndim - 2)
-    terms = (x.shape[1] // group) * int(np.prod(w.shape[2:]))
+    terms = (x.shape[1] // group) * int(math.prod(w.shape[2:]))
     bounds = (magnitude_bound(x, zx), magnitude_bound(w, 0))
     dtype = exact_float(terms, *bounds)
     max_terms = float32_terms(*bounds)
@@ -114,7 +116,7 @@ def deconv(inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[Resul
     kernel_shape = list(attrs["kernel_shape"])
     strides = list(attrs.get("strides") or [1] * len(kernel_shape))
     # An output pixel sums over the input channels of its group and the taps that reach it.
-    overlap = int(np.prod([-(-k // s) for k, s in zip(kernel_shape, strides)]))
+    overlap = int(math.prod([-(-k // s) for k, s in zip(kernel_shape, strides)]))
     terms = (x.shape[1] // group) * overlap
     dtype = exact_float(terms, magnitude_bound(x, zx), magnitude_bound(w, 0))
     (acc,) = float_conv_pool.deconv(
@@ -210,7 +212,7 @@ def _rescaled_sum_in_float(
     za, zb = zero_point(attrs, 0), zero_point(attrs, 1)
     rshift = attrs.get("rshift") or [0]
     zo = int(attrs.get("output_zero_point", 0) or 0)
-    info = np.iinfo(result.dtype)
+    info = int_info(result.dtype)
     if len(rshift) != 1 or not 0 <= int(rshift[0]) <= 52 or not info.min <= zo <= info.max:
         return None
     if a.dtype.kind not in "iu" or b.dtype.kind not in "iu":
@@ -297,7 +299,7 @@ def lut(inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultSp
 def max_pool(inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultSpec]) -> list[np.ndarray]:
     """The largest code of each window (padding: the smallest code, which never wins)."""
     x = inputs[0]
-    y, *_ = float_conv_pool._pool_reduce(x, attrs, results, np.iinfo(x.dtype).min, np.maximum)
+    y, *_ = float_conv_pool._pool_reduce(x, attrs, results, int_info(x.dtype).min, np.maximum)
     zo = int(attrs.get("output_zero_point", zero_point(attrs, 0)) or 0)
     if attrs.get("do_relu"):
         y = np.maximum(y, np.asarray(zo, dtype=y.dtype))

@@ -5,6 +5,7 @@ exact, else in int64, else through `quant.requantize` (see `kernels.int8`)."""
 
 from __future__ import annotations
 
+import math
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -12,6 +13,7 @@ import numpy as np
 from tpu_xdsl.kernels import ResultSpec
 from tpu_xdsl.kernels.quant import (
     REQUANT_BLOCK,
+    int_info,
     requantize,
 )
 
@@ -36,14 +38,14 @@ def channel_axis(attrs: dict[str, Any], ndim: int) -> int:
 
 def magnitude_bound(x: np.ndarray, zp: int) -> int:
     """The largest |x - zp| the dtype of `x` allows."""
-    info = np.iinfo(x.dtype)
+    info = int_info(x.dtype)
     return max(abs(int(info.min) - zp), abs(int(info.max) - zp))
 
 
 def exact_float(terms: int, *bounds: int) -> np.dtype:
     """float32 when a sum of `terms` products of factors bounded by `bounds` is exact in
     it (below 2^24), else float64."""
-    largest = terms * int(np.prod(bounds))
+    largest = terms * int(math.prod(bounds))
     if largest < _FLOAT32_EXACT:
         return np.dtype(np.float32)
     if largest >= _FLOAT64_EXACT:
@@ -91,7 +93,7 @@ def finish(
 def float32_terms(*bounds: int) -> int | None:
     """How many products bounded by `bounds` a float32 sum holds exactly (every partial
     sum below 2^24), None when not even one."""
-    return (_FLOAT32_EXACT - 1) // int(np.prod(bounds)) or None
+    return (_FLOAT32_EXACT - 1) // int(math.prod(bounds)) or None
 
 
 class IntRequant(NamedTuple):
@@ -127,7 +129,7 @@ def finish_sum(
     multiplier = np.asarray(attrs.get("multiplier") or [1], dtype=np.int64)
     rshift = np.asarray(attrs.get("rshift") or [0], dtype=np.int64)
     zo = int(attrs.get("output_zero_point", 0) or 0)
-    info = np.iinfo(result.dtype)
+    info = int_info(result.dtype)
     channels = result.shape[1]
     usable = (
         info.min <= zo <= info.max
@@ -151,7 +153,7 @@ def finish_sum(
         if bias is not None:
             total += bias.astype(np.int64).reshape(1, -1, *([1] * (acc.ndim - 2)))
         return finish(total, attrs, result)
-    inner = int(np.prod(acc.shape[2:]))
+    inner = int(math.prod(acc.shape[2:]))
     step = max(1, REQUANT_BLOCK // max(inner, 1))
     column = (-1, *([1] * (acc.ndim - 2)))
     out = np.empty(result.shape, dtype=result.dtype)
