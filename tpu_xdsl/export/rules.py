@@ -175,8 +175,8 @@ def weight_array(op: Operation, val: Val | None, what: str) -> np.ndarray:
 def matmul(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any]) -> list[Val]:
     a, b, bias = inputs[0], inputs[1], optional_operand(inputs, 2)
     out_shape, element = result_shape(op), result_element(op)
-    a_log, b_log = _maybe_transposed(ctx, a, attrs.get("left_transpose")), _maybe_transposed(ctx, b, attrs.get(
-        "right_transpose"))
+    a_log = swap_last_two(ctx, a, attrs.get("left_transpose"))
+    b_log = swap_last_two(ctx, b, attrs.get("right_transpose"))
     m, k, n = a_log.shape[-2] if a_log.rank > 1 else 1, a_log.shape[-1], b_log.shape[-1]
     batch = out_shape[:-2] if len(out_shape) >= 2 else ()
     count = int(np.prod(batch)) if batch else 1
@@ -211,7 +211,8 @@ def matmul(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any]
     return [ctx.fused_relu(y, attrs)]
 
 
-def _maybe_transposed(ctx: Context, val: Val, flag: Any) -> Val:
+def swap_last_two(ctx: Context, val: Val, flag: Any) -> Val:
+    """`val` with its last two axes swapped when `flag` (a matmul's transpose attributes)."""
     if not flag:
         return val
     perm = list(range(val.rank))
