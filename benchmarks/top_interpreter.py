@@ -88,7 +88,7 @@ def main() -> int:
         with threadpool_limits(limits=args.threads):
             top_ms = 1000 * time_call(lambda runner=runner, feeds=feeds: runner.run(feeds), args.repeat)
             ours = runner.run(feeds)
-            ops, overhead_us = per_op_overhead(runner, feeds, top_ms, args.repeat)
+            ops, overhead_us = per_op_overhead(runner, feeds, args.repeat)
         reference = session.run(None, feeds)
         cosine = min(
             compare_tensors(n, np.asarray(r), ours[n]).cosine for n, r in zip(result.output_names, reference)
@@ -110,17 +110,17 @@ def default_models() -> str:
     return ",".join(["light_resnet50", *zoo.MODELS])
 
 
-def per_op_overhead(runner, feeds, run_ms: float, repeat: int) -> tuple[int, float]:
-    """(ops run, microseconds per op outside the kernels): a run's median time less the
-    median time its kernels take (the execution plan times them), over the ops."""
+def per_op_overhead(runner, feeds, repeat: int) -> tuple[int, float]:
+    """(ops run, microseconds per op outside the kernels): the median over `repeat` runs
+    of a run's time less its kernels' time (the execution plan times both), over the ops."""
     import statistics
 
     plan = runner.plan
     if plan is None:
         return 0, float("nan")
     args = runner.signature.arrange(feeds)
-    kernel_ms = 1000 * statistics.median(plan.kernel_seconds(args) for _ in range(repeat))
-    return plan.op_count, 1000 * max(0.0, run_ms - kernel_ms) / plan.op_count
+    outside = statistics.median(total - kernels for total, kernels in (plan.timed_run(args) for _ in range(repeat)))
+    return plan.op_count, 1e6 * outside / plan.op_count
 
 
 def count_gflops(module) -> float:

@@ -124,17 +124,17 @@ def zoo_models() -> list[str]:
     return list(zoo.MODELS)
 
 
-def per_op_overhead(runner, feeds, run_s: float, repeat: int) -> tuple[int, float]:
-    """(ops run, microseconds per op outside the kernels): a run's median time less the
-    median time its kernels take (the execution plan times them), over the ops."""
+def per_op_overhead(runner, feeds, repeat: int) -> tuple[int, float]:
+    """(ops run, microseconds per op outside the kernels): the median over `repeat` runs
+    of a run's time less its kernels' time (the execution plan times both), over the ops."""
     import statistics
 
     plan = runner.plan
     if plan is None:
         return 0, float("nan")
     args = runner.signature.arrange(feeds)
-    kernel_s = statistics.median(plan.kernel_seconds(args) for _ in range(repeat))
-    return plan.op_count, 1e6 * max(0.0, run_s - kernel_s) / plan.op_count
+    outside = statistics.median(total - kernels for total, kernels in (plan.timed_run(args) for _ in range(repeat)))
+    return plan.op_count, 1e6 * outside / plan.op_count
 
 
 def blas_kernels() -> str:
@@ -195,7 +195,7 @@ def main() -> int:
                 with threadpool_limits(limits=count):
                     tpu_s = time_call(partial(runner.run, feeds), args.repeat)
                     ours = runner.run(feeds)
-                    ops, overhead_us = per_op_overhead(runner, feeds, tpu_s, args.repeat)
+                    ops, overhead_us = per_op_overhead(runner, feeds, args.repeat)
                 similarity = cosine(next(iter(ours.values())), np.asarray(reference))
                 ratio = tpu_s / ort_s
                 if built.name == GATED_MODEL and count == 1:

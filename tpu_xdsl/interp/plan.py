@@ -166,13 +166,15 @@ class ExecutionPlan:
             _run(self.steps, values)
         return tuple(values[i] for i in self.returned)
 
-    def kernel_seconds(self, args: Sequence[Any]) -> float:
-        """One run on `args`, returning the seconds spent in kernels (the rest of a run's
-        time is the per-op overhead of the plan)."""
+    def timed_run(self, args: Sequence[Any]) -> tuple[float, float]:
+        """One run on `args`: (its seconds, the seconds spent in kernels); the rest is the
+        per-op overhead of the plan."""
         values: list[Any] = [None] * self.slot_count
         for index, value in zip(self.args, args, strict=True):
             values[index] = value
-        return _run_timed(self.steps, values)
+        start = time.perf_counter()
+        in_kernels = _run_timed(self.steps, values)
+        return time.perf_counter() - start, in_kernels
 
 
 def _count(steps: list[_Step]) -> int:

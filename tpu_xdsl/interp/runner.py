@@ -143,8 +143,11 @@ class ModuleRunner:
 
     `run` goes through an `ExecutionPlan` (each op bound once to its kernel, attributes
     and weights) where the module has one, through xDSL's interpreter otherwise; both
-    compute the same arrays and call listeners alike. `functions` are the interpreter
-    functions, for callers that run the interpreter with implementations of their own."""
+    compute the same arrays and call listeners alike. The plan reads the module's ops and
+    weights once, on the first run: a caller that edits either makes a new runner (as the
+    interpreter functions' per-op caches already required). `functions` are the
+    interpreter functions, for callers that run the interpreter with implementations of
+    their own."""
 
     def __init__(self, module: ModuleOp, weights: Mapping[str, np.ndarray]):
         check_tensor_sizes(module)
