@@ -482,6 +482,22 @@ def test_lut_indexes_by_byte():
     assert got.reshape(-1).tolist() == [int(table[v]) for v in u.reshape(-1).tolist()]
 
 
+@pytest.mark.parametrize("table_dtype", [np.int8, np.uint8])
+def test_lut_on_a_large_tensor_looks_up_every_byte_pair(table_dtype):
+    """Large tensors look bytes up two at a time: every (first, second) byte pair, both
+    signs of table, equals the table entry of each byte."""
+    rng = np.random.default_rng(12)
+    info = np.iinfo(table_dtype)
+    table = rng.integers(int(info.min), int(info.max) + 1, 256).astype(table_dtype)
+    first, second = np.meshgrid(np.arange(256), np.arange(256), indexing="ij")
+    pairs = np.stack([first, second], axis=-1).astype(np.uint8).view(np.int8)
+    x = np.concatenate([pairs, pairs[::-1]]).reshape(1, 16, 128, 128)
+    (got,) = INT8_KERNELS["lut"]([x, table], {}, [ResultSpec(x.shape, np.dtype(table_dtype))])
+    bytes_ = x.view(np.uint8).reshape(-1)
+    assert got.dtype == table_dtype
+    assert np.array_equal(got.reshape(-1), table[bytes_])
+
+
 @pytest.mark.parametrize("mode", ROUND_MODES)
 @pytest.mark.parametrize(
     ("dtype", "zo", "relu"), [(np.uint8, 0, False), (np.int8, 0, False), (np.uint8, 200, False), (np.int8, -9, True)]
