@@ -25,7 +25,7 @@ from tpu_xdsl.device.isa import (
     LocalTensor,
 )
 from tpu_xdsl.device.simulator import Device, schedule
-from tpu_xdsl.device.timing import cycles
+from tpu_xdsl.device.timing import cycles, ideal_compute_cycles
 
 
 def local(addr: int, dtype: str, view: tuple[int, ...]) -> LocalTensor:
@@ -136,6 +136,21 @@ def test_conv_cycles_round_channels_up_to_lanes_and_input_channels_to_the_array(
     assert cycles(BM1684X, depthwise) == 64 + 2 * 9 * math.ceil(784 / 64)
     add = Compute(0, "add", (y, y), (y,), {})
     assert cycles(BM1684X, add) == 64 + 2 * 2 * math.ceil(784 / 64)  # 2 passes
+
+
+def test_the_bound_per_op_kind_runs_a_depthwise_mac_on_the_vector_path():
+    x = local(0, "int8", (1, 96, 28, 28))
+    y = local(0, "int8", (1, 80, 28, 28))
+    macs = 80 * 96 * 9 * 784
+    conv = Compute(0, "conv", (x, local(0, "int8", (80, 96, 3, 3)), None), (y,), {"kernel_shape": [3, 3]}, macs=macs)
+    # the array's peak, INT8 on bm1684x: 16,384 MACs per cycle, no rounding to lanes
+    assert ideal_compute_cycles(BM1684X, conv) == macs / 16384
+    depthwise = Compute(0, "conv", (x, local(0, "int8", (96, 1, 3, 3)), None), (local(0, "int8", (1, 96, 28, 28)),),
+                        {"kernel_shape": [3, 3], "group": 96}, macs=96 * 9 * 784)
+    # the vector path: 64 lanes x 64 int8 per execution unit = 4,096 MACs per cycle
+    assert ideal_compute_cycles(BM1684X, depthwise) == 96 * 9 * 784 / 4096
+    add = Compute(0, "add", (y, y), (y,), {})
+    assert ideal_compute_cycles(BM1684X, add) == 2 * 80 * 784 / 4096  # 2 passes over 80 x 784 elements
 
 
 def test_copy_fill_matmul_pool_and_table_cycles():

@@ -20,6 +20,7 @@ from tpu_xdsl.device.chip import ChipConfig, chip_config
 from tpu_xdsl.device.isa import Compute, DdrView, numpy_dtype
 from tpu_xdsl.device.model_file import GroupDesc, IoDesc, TensorDesc, TpuModel
 from tpu_xdsl.device.simulator import Device, Scheduled, Timeline, dma_bytes
+from tpu_xdsl.device.timing import ideal_compute_cycles
 from tpu_xdsl.errors import TpuXdslError
 from tpu_xdsl.feeds import accepts_dtype, in_input_order
 from tpu_xdsl.kernels.quant import ChannelQParams, QParams
@@ -159,6 +160,15 @@ def roofline_cycles(model: TpuModel, chip: ChipConfig | None = None) -> float:
     return max(roofline_terms(model, chip))
 
 
+def kind_bound_cycles(model: TpuModel, chip: ChipConfig | None = None) -> float:
+    """A roofline bound that knows each op kind's engine: max(the sum over compute
+    instructions of their work on their own unit at full lanes (`timing.ideal_compute_cycles`:
+    a depthwise MAC on the vector path, not the array), the byte bound of `roofline_terms`)."""
+    chip = chip or chip_config(model.chip)
+    compute = sum(ideal_compute_cycles(chip, i) for i in model.instructions if isinstance(i, Compute))
+    return max(compute, roofline_terms(model, chip)[1])
+
+
 def _nbytes(desc: IoDesc | TensorDesc) -> int:
     return _whole(desc).nbytes
 
@@ -192,6 +202,11 @@ class ProfileRow:
     @property
     def dma_bytes(self) -> int:
         return sum(dma_bytes(s.instruction) for s in self.scheduled)
+
+    def ideal_compute(self, chip: ChipConfig) -> float:
+        """Cycles its compute work takes on each op kind's own unit at full lanes."""
+        return sum(ideal_compute_cycles(chip, s.instruction) for s in self.scheduled
+                   if isinstance(s.instruction, Compute))
 
 
 def profile_rows(model: TpuModel, timeline: Timeline) -> list[ProfileRow]:

@@ -162,6 +162,46 @@ def compute_cycles(chip: ChipConfig, instruction: Compute) -> int:
     return chip.compute_latency + _elementwise(chip, out, passes)
 
 
+def is_depthwise(instruction: Compute) -> bool:
+    """A convolution with one input channel per group and one output channel per group."""
+    if instruction.kind not in ("conv", "deconv"):
+        return False
+    groups = int(instruction.attrs.get("group", 1))
+    data, out = instruction.inputs[0], instruction.outputs[0]
+    return groups > 1 and data is not None and data.view[1] == groups and out.view[1] == groups
+
+
+def engine_of(instruction: Compute) -> str:
+    """The unit an instruction's work runs on: `array` (the MAC array: convolutions and
+    matmuls), `vector` (the lanes' execution units: depthwise convolutions and every
+    elementwise, pooling and normalization op)."""
+    if instruction.kind in ("conv", "deconv", "matmul") and not is_depthwise(instruction):
+        return "array"
+    return "vector"
+
+
+def ideal_compute_cycles(chip: ChipConfig, instruction: Compute) -> float:
+    """The fewest cycles the instruction's work takes on its own unit with every lane and
+    execution unit busy (no rounding up to lanes or parallelism, no issue latency): MACs at
+    the array's peak for convolutions and matmuls, MACs at lanes x elements per EU for a
+    depthwise convolution (the vector path), passes x elements at lanes x elements per EU
+    for everything else. Summed over a program, a lower bound that knows each op's engine."""
+    out = instruction.outputs[0]
+    data = instruction.inputs[0] or out
+    vector_rate = chip.npu_num * _eu_elements(chip, data.dtype)
+    if instruction.kind in _RECURRENT:  # mixed array and vector work: as timed
+        return float(compute_cycles(chip, instruction) - chip.compute_latency)
+    if instruction.kind in ("conv", "deconv", "matmul"):
+        if is_depthwise(instruction):
+            return instruction.macs / vector_rate
+        return instruction.macs / chip.macs_per_cycle.get(mode_of(data.dtype), 1)
+    passes = _PASSES.get(instruction.kind, 1)
+    if instruction.kind in ("max_pool", "avg_pool"):
+        passes = int(np.prod(instruction.attrs["kernel_shape"]))
+    swept = data if instruction.kind == "reduce" else out
+    return passes * swept.size / (chip.npu_num * _eu_elements(chip, swept.dtype))
+
+
 def cycles(chip: ChipConfig, instruction: Instruction) -> int:
     if isinstance(instruction, Compute):
         return compute_cycles(chip, instruction)
