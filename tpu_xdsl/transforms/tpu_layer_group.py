@@ -27,6 +27,8 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.passes import ModulePass
 
+from tpu_xdsl.backend.deconv_blocks import split_block_deconvs
+from tpu_xdsl.backend.first_conv import repack_first_convs
 from tpu_xdsl.backend.layer_groups import (
     GroupPlanner,
     GroupReport,
@@ -58,6 +60,8 @@ def layer_group(module: ModuleOp, opt: int = 2) -> GroupReport:
     chip = chip_config(
         lowered_chip(module, (LOWERED_STATE,), "tpu-layer-group takes a lowered TPU module", LayerGroupError)
     )
+    repack_first_convs(module, chip)
+    split_block_deconvs(module, chip)
     ops = [op for op in main_func(module).body.block.ops if op.name not in _SKIPPED]
     report = choose_groups(GroupPlanner(chip, is_weight), ops, opt)
     build_groups(report.plans)
