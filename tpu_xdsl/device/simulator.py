@@ -208,6 +208,10 @@ class Device:
         lanes = self._lanes(tensor, where)
         npu, full, whole, partial = _lane_parts(lanes, c)
         shape, view = (n, c, h * w), tensor.view
+        if not full and partial is not None:  # fewer channels than lanes: one copy
+            return lambda: np.array(partial).reshape(view)
+        if full and partial is None:  # whole planes only: one copy
+            return lambda: np.array(whole).reshape(view)
 
         def read() -> np.ndarray:
             out = np.empty(shape, lanes.dtype)
@@ -223,6 +227,12 @@ class Device:
         """What puts values (any shape of the tensor's size) into its lanes."""
         n, c, h, w = tensor.shape4
         npu, full, whole, partial = _lane_parts(self._lanes(tensor, where), c)
+        if not full and partial is not None:  # fewer channels than lanes
+
+            def write_partial(values: np.ndarray) -> None:
+                partial[...] = np.asarray(values).reshape(n, c, h * w)
+
+            return write_partial
 
         def write(values: np.ndarray) -> None:
             values = np.asarray(values).reshape(n, c, h * w)
@@ -350,13 +360,19 @@ class Program:
     events: list[tuple[int, bool]]
 
     def run(self, after_write: Callable[[int], None] | None = None) -> None:
-        written = None
-        for index in self.steps():
-            if written is not None and after_write is not None:
-                after_write(written)
-            written = index
-        if written is not None and after_write is not None:
-            after_write(written)
+        """The whole run: the events of `steps` in one flat loop (no generator, the halves
+        looked up once), each write followed by `after_write(index)`."""
+        reads = [read for read, _ in self.halves]
+        writes = [write for _, write in self.halves]
+        pending: list[Any] = [None] * len(self.halves)
+        for index, starts in self.events:
+            if starts:
+                pending[index] = reads[index]()
+            else:
+                value, pending[index] = pending[index], None
+                writes[index](value)
+                if after_write is not None:
+                    after_write(index)
 
     def steps(self) -> Generator[int, None, None]:
         """The run one instruction at a time (the debugger's `next`): yields the index of
