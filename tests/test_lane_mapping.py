@@ -8,6 +8,7 @@ counts below are the formula of docs/device.md, "Timing", worked by hand)."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from tests.test_codegen import lower, node, weight
 from tests.test_int8 import model_of
@@ -62,12 +63,13 @@ def test_a_7x7_stem_on_3_channels_folds_its_kernel_rows_into_channels(tmp_path):
     assert _conv_cycles(program) == 7 * 784
 
 
-def test_a_block_deconvolution_becomes_a_1x1_convolution_and_a_depth2space(tmp_path):
+@pytest.mark.parametrize("scheme", ["INT8", "INT8_per_tensor"])
+def test_a_block_deconvolution_becomes_a_1x1_convolution_and_a_depth2space(scheme, tmp_path):
     model = model_of(
-        [node("ConvTranspose", ["x", "w"], ["y"], kernel_shape=[2, 2], strides=[2, 2])],
-        [("x", [1, 24, 40, 40])], "y", [weight("w", [24, 1, 2, 2], 0.3)],
+        [node("ConvTranspose", ["x", "w", "b"], ["y"], kernel_shape=[2, 2], strides=[2, 2])],
+        [("x", [1, 24, 40, 40])], "y", [weight("w", [24, 1, 2, 2], 0.3), weight("b", [1], 0.5)],
     )
-    tpu, feeds = lower(model, "INT8", "bm1684x", tmp_path)
+    tpu, feeds = lower(model, scheme, "bm1684x", tmp_path)
     _, program = _compiled_equal(tpu, feeds)
     assert not [op for op in tpu.walk() if op.name == "tpu.deconv"]
     (space,) = [op for op in tpu.walk() if op.name == "tpu.depth2space"]
