@@ -138,6 +138,9 @@ def import_cycles() -> list[set[str]]:
 REGISTRIES = {
     "tpu_xdsl.kernels": "tpu_xdsl.kernels.",
     "tpu_xdsl.frontend.registry": ("tpu_xdsl.frontend.rules", "tpu_xdsl.frontend.control_flow"),
+    # The TOSA export's float rules (rules.py loads rules_*.py) and INT8 rules (int8_rules_nn.py).
+    "tpu_xdsl.export.rules": "tpu_xdsl.export.rules_",
+    "tpu_xdsl.export.int8_rules": "tpu_xdsl.export.int8_rules_",
 }
 
 
