@@ -125,7 +125,44 @@ def finish_sum(
     Blocks of a few channels are requantized in cache by one of two exact plans:
     float64, when every result that does not saturate is a product below 2^53
     (`_float_requant`), else int64, when nothing can overflow (`_int_requant`);
-    otherwise the general path."""
+    otherwise the general path. The plan is made once per op (`_REQUANT_PLANS`)."""
+    key = (id(attrs), id(bias), result.shape, result.dtype, bound)
+    cached = _REQUANT_PLANS.get(key)
+    if cached is None or cached[0] is not attrs or cached[1] is not bias:
+        cached = (attrs, bias, *_requant_plan(bias, attrs, result, bound))
+        if len(_REQUANT_PLANS) >= _REQUANT_PLANS_KEPT:
+            _REQUANT_PLANS.clear()
+        _REQUANT_PLANS[key] = cached
+    _, _, plan, low = cached
+    if plan is None:
+        total = as_int64(acc)
+        if bias is not None:
+            total += bias.astype(np.int64).reshape(1, -1, *([1] * (acc.ndim - 2)))
+        return finish(total, attrs, result)
+    high = int(int_info(result.dtype).max)
+    inner = int(math.prod(acc.shape[2:]))
+    step = max(1, REQUANT_BLOCK // max(inner, 1))
+    column = (-1, *([1] * (acc.ndim - 2)))
+    out = np.empty(result.shape, dtype=result.dtype)
+    if isinstance(plan, FloatRequant):
+        _float_blocks(acc, plan, column, step, inner, low, high, out)
+    else:
+        _int_blocks(acc, plan, column, step, inner, low, high, out)
+    return out
+
+
+# The requantization plans of `finish_sum`, by the identity of the op's attributes and
+# bias (which the execution plan binds once per op and nobody mutates; an entry keeps
+# both alive, so an id is not reused while its entry stands): per-op constant work
+# (multiplier and shift arrays, exactness bounds) paid once instead of on every run.
+_REQUANT_PLANS: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+_REQUANT_PLANS_KEPT = 4096
+
+
+def _requant_plan(
+    bias: np.ndarray | None, attrs: dict[str, Any], result: ResultSpec, bound: int
+) -> tuple[IntRequant | FloatRequant | None, int]:
+    """`finish_sum`'s plan (None: the general path) and the lowest output code."""
     multiplier = np.asarray(attrs.get("multiplier") or [1], dtype=np.int64)
     rshift = np.asarray(attrs.get("rshift") or [0], dtype=np.int64)
     zo = int(attrs.get("output_zero_point", 0) or 0)
@@ -148,20 +185,7 @@ def finish_sum(
         largest_bias = 0 if bias is None or not bias.size else max(abs(int(bias.min())), abs(int(bias.max())))
         parts = (multiplier, rshift, bias, zo, mode, channels, bound + largest_bias)
         plan = _float_requant(*parts, low, int(info.max)) or _int_requant(*parts)
-    if plan is None:
-        total = as_int64(acc)
-        if bias is not None:
-            total += bias.astype(np.int64).reshape(1, -1, *([1] * (acc.ndim - 2)))
-        return finish(total, attrs, result)
-    inner = int(math.prod(acc.shape[2:]))
-    step = max(1, REQUANT_BLOCK // max(inner, 1))
-    column = (-1, *([1] * (acc.ndim - 2)))
-    out = np.empty(result.shape, dtype=result.dtype)
-    if isinstance(plan, FloatRequant):
-        _float_blocks(acc, plan, column, step, inner, low, int(info.max), out)
-    else:
-        _int_blocks(acc, plan, column, step, inner, low, int(info.max), out)
-    return out
+    return plan, low
 
 
 def _float_requant(
@@ -213,7 +237,10 @@ def round_and_saturate(
         np.trunc(p, out=p)
     if zo_after:
         p += zo_after
-    np.clip(p, low, high, out=out, casting="unsafe")
+    # Clipping in place and then casting: a clip that casts float64 to int8 as it
+    # writes runs through numpy's buffered casting loop, twice as slow.
+    np.clip(p, low, high, out=p)
+    np.copyto(out, p, casting="unsafe")
 
 
 def _int_requant(
@@ -254,11 +281,12 @@ def _float_blocks(
             rows = slice(c0, c0 + step)
             block = acc[image, rows]
             p = buffer[: block.size].reshape(block.shape)
+            # Widen first: a ufunc mixing float32 and float64 operands casts through
+            # numpy's buffered loop, several times slower than a copy and in-place ops.
+            np.copyto(p, block)
             if bias is not None:
-                np.add(block, bias[rows], out=p)
-                p *= scale[rows]
-            else:
-                np.multiply(block, scale[rows], out=p)
+                p += bias[rows]
+            p *= scale[rows]
             if plan.offset:
                 p += plan.offset
             spare = scratch[: block.size].reshape(block.shape)
@@ -278,7 +306,8 @@ def _int_blocks(
             rows = slice(c0, c0 + step)
             block = acc[image, rows]
             v = buffer[: block.size].reshape(block.shape)
-            np.multiply(block, mult[rows], out=v, dtype=np.int64, casting="unsafe")
+            np.copyto(v, block, casting="unsafe")  # exact integers; widened first as in _float_blocks
+            v *= mult[rows]
             if bias_term is not None:
                 np.add(v, bias_term[rows], out=v)
             if plan.signed_ties:  # v - 1 below zero
@@ -287,7 +316,8 @@ def _int_blocks(
                 np.add(v, sign, out=v)
             np.add(v, addend[rows], out=v)
             np.right_shift(v, plan.shift, out=v)
-            np.clip(v, low, high, out=out[image, rows], casting="unsafe")
+            np.clip(v, low, high, out=v)
+            np.copyto(out[image, rows], v, casting="unsafe")
 
 
 def float_spec(result: ResultSpec, dtype: np.dtype) -> list[ResultSpec]:
