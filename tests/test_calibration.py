@@ -444,7 +444,8 @@ def onnxruntime_ranges(onnx_path: Path, samples: list[np.ndarray]) -> dict[str, 
     low: dict[str, float] = {"x": min(float(s.min()) for s in samples)}
     high: dict[str, float] = {"x": max(float(s.max()) for s in samples)}
     for x in samples:
-        for name, value in zip(names, session.run(None, {"x": x}), strict=True):
+        for name, output in zip(names, session.run(None, {"x": x}), strict=True):
+            value = np.asarray(output)
             low[name] = min(low.get(name, np.inf), float(value.min()))
             high[name] = max(high.get(name, -np.inf), float(value.max()))
     return {n: (low[n], high[n]) for n in low}
@@ -487,6 +488,63 @@ def test_calibrate_in_two_processes_gives_the_same_table(small, tmp_path):
     for a, b in zip(one.rows, two.rows, strict=True):
         assert a.name == b.name
         np.testing.assert_allclose([a.threshold, a.min, a.max], [b.threshold, b.min, b.max], rtol=1e-6, atol=1e-7)
+
+
+def test_max_reads_one_pass_and_keeps_the_floor(tmp_path):
+    """The max method needs no histogram: one pass over the samples, each tensor's
+    finite abs-max, and MIN_THRESHOLD for an all-zero tensor (as for an empty histogram)."""
+    from tpu_xdsl.calibration.calibrator import Options, calibrate
+    from tpu_xdsl.calibration.dataset import Dataset
+
+    graph = helper.make_graph(
+        [helper.make_node("Abs", ["x"], ["a"]), helper.make_node("Neg", ["a"], ["n"]),
+         helper.make_node("Relu", ["n"], ["zero"])], "zeros",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 4])],
+        [helper.make_tensor_value_info("zero", TensorProto.FLOAT, [1, 2, 4, 4])],
+    )
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), tmp_path / "m.onnx")
+    mlir = save_top(tmp_path / "m.onnx", tmp_path / "m.mlir")
+    data = tmp_path / "data"
+    data.mkdir()
+    rng = np.random.default_rng(5)
+    samples = [rng.standard_normal((1, 2, 4, 4)).astype(np.float32) * (i + 1) for i in range(3)]
+    for i, x in enumerate(samples):
+        np.save(data / f"{i}.npy", x)
+    passes: list[str] = []
+
+    def progress(description: str, total: int):
+        passes.append(description)
+        return lambda n: None
+
+    rows = calibrate(mlir, Dataset.from_dir(data, 3), Options(method="max"), progress).table.by_name()
+    assert passes == ["pass 1/1: ranges"]
+    top = max(float(np.abs(x).max()) for x in samples)
+    assert rows["x"].threshold == rows["a"].threshold == rows["n"].threshold == top
+    assert (rows["zero"].threshold, rows["zero"].min, rows["zero"].max) == (MIN_THRESHOLD, 0.0, 0.0)
+
+
+def test_one_process_reads_each_sample_once_and_gets_the_same_table(small, monkeypatch):
+    """Pass 2 reuses the inputs pass 1 loaded (up to KEPT_INPUT_BYTES): the statistics are
+    those of reading every sample again."""
+    from tpu_xdsl.calibration import calibrator
+    from tpu_xdsl.calibration.dataset import Dataset
+
+    mlir, data, _ = small
+    dataset = Dataset.from_dir(data, 6)
+    loads: list[Path] = []
+    load = calibrator.SampleLoader.load
+
+    def counted(self, path: Path):
+        loads.append(path)
+        return load(self, path)
+
+    monkeypatch.setattr(calibrator.SampleLoader, "load", counted)
+    kept = calibrator.calibrate(mlir, dataset, calibrator.Options(method="kl")).table
+    assert loads == list(dataset.paths)
+    monkeypatch.setattr(calibrator, "KEPT_INPUT_BYTES", 0)
+    reread = calibrator.calibrate(mlir, dataset, calibrator.Options(method="kl")).table
+    assert loads == 3 * list(dataset.paths)
+    assert (kept.rows, kept.channels) == (reread.rows, reread.channels)
 
 
 @pytest.mark.parametrize("method", ["kl", "mse", "max", "percentile9999"])

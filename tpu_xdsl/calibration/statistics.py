@@ -23,7 +23,7 @@ features-last tensor too; one that moves the last axis to 1 makes a
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -56,15 +56,21 @@ def _is_constant(value: SSAValue) -> bool:
 
 class ChannelAxes:
     """The channel axis of every tensor of a module, decided op by op in program order
-    (the rule is in the module docstring): 1, or the last axis of a features-last tensor."""
+    (the rule is in the module docstring): 1, or the last axis of a features-last tensor.
+
+    A decision depends on the module alone, and a TOP module runs every op on every
+    sample, so one `ChannelAxes` serves all the samples of a module: each result's axis
+    is decided on the first sample and looked up after."""
 
     def __init__(self) -> None:
         self._axes: dict[SSAValue, int] = {}
 
     def of(self, op: Operation, index: int) -> int:
         """The channel axis of `op`'s result `index` (remembered for its readers)."""
-        axis = self._decide(op, index)
-        self._axes[op.results[index]] = axis
+        result = op.results[index]
+        axis = self._axes.get(result)
+        if axis is None:
+            axis = self._axes[result] = self._decide(op, index)
         return axis
 
     def _operand_axis(self, value: SSAValue) -> int:
@@ -100,18 +106,6 @@ class ChannelAxes:
         return 1
 
 
-def named_tensors(op: Operation, results: PythonValues) -> Iterator[tuple[str, np.ndarray]]:
-    """The activations an op produces, by tensor name (weights and absent results left out)."""
-    if op.name in SKIPPED_OPS:
-        return
-    for name, value in zip(tensor_names(op), results):
-        if value is None:
-            continue
-        value = np.asarray(value)
-        if value.size:
-            yield name, value
-
-
 def as_float(value: np.ndarray) -> np.ndarray:
     """Integer and bool tensors get their statistics as floats."""
     return value if value.dtype.kind == "f" else value.astype(np.float64)
@@ -145,18 +139,18 @@ class TensorRanges:
         if value.dtype.kind != "f":
             self.integral.add(name)
             value = as_float(value)
-        lo, hi = value.min(), value.max()
-        if not (np.isfinite(lo) and np.isfinite(hi)):
+        lo, hi = float(value.min()), float(value.max())
+        if not (math.isfinite(lo) and math.isfinite(hi)):
             self.nonfinite.add(name)
             value = _finite(value)
             if not value.size:
                 return
-            lo, hi = value.min(), value.max()
-        lo, hi = float(lo), float(hi)
+            lo, hi = float(value.min()), float(value.max())
         if name in self.low:
             lo, hi = min(lo, self.low[name]), max(hi, self.high[name])
         self.low[name], self.high[name] = lo, hi
-        if value.ndim in CHANNEL_RANKS and not {name} & (self.nonfinite | self.integral | self.varying):
+        if (value.ndim in CHANNEL_RANKS and name not in self.nonfinite and name not in self.integral
+                and name not in self.varying):
             self._add_channels(name, value, axis % value.ndim)
 
     def _add_channels(self, name: str, value: np.ndarray, axis: int) -> None:
@@ -246,10 +240,11 @@ class TensorHistograms:
         value = as_float(value)
         if name in self.nonfinite:
             value = _finite(value)
-        magnitude = np.abs(value)
-        zeros = magnitude.size - np.count_nonzero(magnitude)
+        magnitude = np.absolute(value, out=np.empty_like(value))  # an array even of a 0-d value
+        zeros = int(np.count_nonzero(magnitude == 0))  # faster than counting the nonzero floats
         if top > 0:
-            index = (magnitude * (self.bins / top)).astype(np.intp)
+            np.multiply(magnitude, self.bins / top, out=magnitude)  # a new array: scaled in place
+            index = magnitude.astype(np.intp)
             np.minimum(index, self.bins - 1, out=index)
             counts = np.bincount(index.ravel(), minlength=self.bins)
             counts[0] -= zeros
@@ -273,35 +268,61 @@ class TensorHistograms:
         self.samples += other.samples
 
 
+class NamedResults:
+    """Per op of a module, its named results as (result index, tensor name, channel axis),
+    worked out on the op's first run and looked up on every later sample: names and
+    axes depend on the module alone, and a TOP module runs every op on every sample."""
+
+    def __init__(self) -> None:
+        self.axes = ChannelAxes()
+        self._named: dict[Operation, list[tuple[int, str, int]]] = {}
+
+    def of(self, op: Operation, count: int) -> list[tuple[int, str, int]]:
+        """The named ones among the first `count` results of `op` (a weight has none); the
+        channel axes of all of them are decided, for their readers."""
+        found = self._named.get(op)
+        if found is None:
+            found = []
+            if op.name not in SKIPPED_OPS:
+                names = tensor_names(op)
+                for index in range(min(count, len(op.results))):
+                    axis = self.axes.of(op, index)
+                    if index < len(names):
+                        found.append((index, names[index], axis))
+            self._named[op] = found
+        return found
+
+
 class RangeCollector(Interpreter.Listener):
     """Pass 1: adds every named activation to a `TensorRanges`, per channel along its
-    channel axis."""
+    channel axis (`named`: the module's, kept from sample to sample)."""
 
-    def __init__(self, ranges: TensorRanges):
+    def __init__(self, ranges: TensorRanges, named: NamedResults | None = None):
         self.ranges = ranges
-        self.axes = ChannelAxes()
+        self.named = named if named is not None else NamedResults()
 
     def did_interpret_op(self, op: Operation, results: PythonValues) -> None:
-        if op.name in SKIPPED_OPS:
-            return
-        names = tensor_names(op)
-        for index, value in enumerate(results):
-            if index >= len(op.results):
-                break
-            axis = self.axes.of(op, index)
-            if index >= len(names) or value is None:
+        for index, name, axis in self.named.of(op, len(results)):
+            value = results[index]
+            if value is None:
                 continue
             value = np.asarray(value)
             if value.size:
-                self.ranges.add(names[index], value, axis)
+                self.ranges.add(name, value, axis)
 
 
 class HistogramCollector(Interpreter.Listener):
     """Pass 2: adds every named activation to a `TensorHistograms` with fixed ranges."""
 
-    def __init__(self, histograms: TensorHistograms):
+    def __init__(self, histograms: TensorHistograms, named: NamedResults | None = None):
         self.histograms = histograms
+        self.named = named if named is not None else NamedResults()
 
     def did_interpret_op(self, op: Operation, results: PythonValues) -> None:
-        for name, value in named_tensors(op, results):
-            self.histograms.add(name, value)
+        for index, name, _ in self.named.of(op, len(results)):
+            value = results[index]
+            if value is None:
+                continue
+            value = np.asarray(value)
+            if value.size:
+                self.histograms.add(name, value)

@@ -16,6 +16,7 @@ all-zero tensor still gets a usable scale.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import numpy as np
@@ -49,28 +50,45 @@ def kl_divergences(hist: np.ndarray, levels: int = KL_LEVELS) -> np.ndarray:
     if bins <= levels:
         return np.zeros(0)
     total = h.sum()
-    i = np.arange(levels, bins)  # candidates
+    i, edges = _kl_levels(bins, levels)
     prefix = np.concatenate([[0.0], np.cumsum(h)])  # prefix[k] = sum(h[:k])
-    nonzero = np.concatenate([[0], np.cumsum(h > 0)])
+    nonzero = np.concatenate([[0.0], np.cumsum(h > 0, dtype=np.float64)])  # whole numbers: exact
     hlogh = np.concatenate([[0.0], np.cumsum(np.where(h > 0, h * np.log(np.where(h > 0, h, 1)), 0.0))])
     outliers = total - prefix[i]
     last = h[i - 1]
     folded = last + outliers
     # sum_k p_k log p_k: bins below i - 1 as they are, bin i - 1 with the outliers.
     plogp = hlogh[i - 1] + np.where(folded > 0, folded * np.log(np.where(folded > 0, folded, 1)), 0.0)
-    # Level j covers bins [ceil(j i / levels), ceil((j + 1) i / levels)).
-    j = np.arange(levels + 1)
-    edges = (j[None, :] * i[:, None] + levels - 1) // levels  # (candidates, levels + 1)
-    sums = prefix[edges[:, 1:]] - prefix[edges[:, :-1]]
-    counts = nonzero[edges[:, 1:]] - nonzero[edges[:, :-1]]
-    mass = sums.copy()
-    mass[:, -1] += outliers  # the P mass that level j's bins hold
-    log_q = np.log(np.where(sums > 0, sums, 1.0) / np.where(counts > 0, counts, 1))
-    plogq = np.where(sums > 0, mass * log_q, 0.0).sum(axis=1)
+    at_edges = prefix[edges]
+    sums = at_edges[:, 1:] - at_edges[:, :-1]
+    at_edges = nonzero[edges]
+    counts = at_edges[:, 1:] - at_edges[:, :-1]
+    # log(S_j / n_j) where S_j > 0 (then n_j > 0), log(1) = 0 elsewhere: those levels add 0.
+    filled = sums > 0
+    log_q = np.zeros_like(sums)
+    np.divide(sums, counts, out=log_q, where=filled)
+    np.log(log_q, out=log_q, where=filled)
+    last_level = (sums[:, -1] + outliers) * log_q[:, -1]  # the P mass level j's bins hold: S_j, plus o in the last
+    np.multiply(sums, log_q, out=log_q)
+    log_q[:, -1] = last_level
+    plogq = log_q.sum(axis=1)
     with np.errstate(divide="ignore"):
         kl = (plogp - plogq) / total - np.log(total) + np.log(total - outliers)
     kl[(last == 0) & (outliers > 0)] = np.inf
     return np.maximum(kl, 0.0)  # rounding can leave -1e-17 for P == Q
+
+
+@functools.lru_cache(maxsize=8)
+def _kl_levels(bins: int, levels: int) -> tuple[np.ndarray, np.ndarray]:
+    """The candidates i = levels .. bins - 1 of `kl_divergences` and, per candidate, the
+    first bin of each level j = 0 .. levels: ceil(j i / levels) (level j covers bins
+    [edge j, edge j + 1)). The same for every tensor of a run: made once."""
+    i = np.arange(levels, bins)
+    j = np.arange(levels + 1)
+    edges = (j[None, :] * i[:, None] + levels - 1) // levels  # (candidates, levels + 1)
+    i.flags.writeable = False
+    edges.flags.writeable = False
+    return i, edges
 
 
 # KL clips the rare outliers of a smooth distribution: a good threshold saturates a
