@@ -42,6 +42,8 @@ _DEPTHWISE_CHUNK = 32768
 # Depthwise convs whose channels hold at least this many output pixels (of the padded
 # row width) run per channel: their rows are long enough, and channels-last copies cost.
 _PLANAR_DEPTHWISE_PIXELS = 2048
+# Depthwise convs whose padded rows are at most this many kernel widths run as banded GEMMs.
+_BANDED_DEPTHWISE_WIDTH = 10
 # Above this many taps along a dim, pooling reduces a window view instead of looping.
 _MAX_TAP_LOOP = 16
 
@@ -374,9 +376,66 @@ def _depthwise_2d(
     """A 2-d depthwise conv, on each channel's flattened rows where a channel has many
     output pixels, on channels-last rows where it has few (the same sums either way)."""
     oh = out_shape[2]
-    pixels = oh * -(-xp.shape[3] // strides[1])
+    (kh, kw), wp = kernel_shape, xp.shape[3]
+    if wp <= _BANDED_DEPTHWISE_WIDTH * kw and dilations[0] == 1 and (max_terms is None or max_terms >= kh * kw):
+        return _depthwise_2d_banded(xp, w, kernel_shape, strides, dilations, out_shape)
+    pixels = oh * -(-wp // strides[1])
     run = _depthwise_2d_planar if pixels >= _PLANAR_DEPTHWISE_PIXELS else _depthwise_2d_channels_last
     return run(xp, w, kernel_shape, strides, dilations, out_shape, max_terms)
+
+
+def _depthwise_2d_banded(
+    xp: np.ndarray,
+    w: np.ndarray,
+    kernel_shape: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+    out_shape: Sequence[int],
+) -> np.ndarray:
+    """A 2-d depthwise conv on narrow rows (undilated kernel rows) as one batched GEMM
+    over channels: output row r of channel c is the kh padded input rows it reads, laid
+    end to end, times a banded [kh * Wp, OW] matrix holding the channel's taps
+    (`_banded_taps`). The band's zeros cost Wp / kw times the MACs, but BLAS runs them
+    far faster than numpy's 2 * kh * kw passes over the output for the few pixels per
+    channel of late MobileNet layers. Sums of integers stay exact (at most kh * kw
+    nonzero products per output, the bound `max_terms` was checked against)."""
+    n, c, _, wp = xp.shape
+    (kh, kw), sh = kernel_shape, strides[0]
+    oh, ow = out_shape[2:]
+    x = np.ascontiguousarray(xp)
+    item = x.itemsize
+    rows = np.lib.stride_tricks.as_strided(
+        x, (n, c, oh, kh * wp), (x.strides[0], x.strides[1], sh * wp * item, item), writeable=False
+    )
+    band = _banded_taps(w, kh, kw, wp, ow, strides[1], dilations[1], x.dtype)
+    return np.matmul(np.ascontiguousarray(rows), band)
+
+
+# Banded tap matrices of `_depthwise_2d_banded`, by the identity of the weights (bound once
+# per op by the execution plan; an entry keeps them alive, so the id is not reused).
+_BANDS: dict[tuple[Any, ...], tuple[np.ndarray, np.ndarray]] = {}
+_BANDS_KEPT = 1024
+
+
+def _banded_taps(
+    w: np.ndarray, kh: int, kw: int, wp: int, ow: int, sw: int, dw: int, dtype: np.dtype
+) -> np.ndarray:
+    """[C, kh * Wp, OW]: entry (i * Wp + o * sw + j * dw, o) of channel c is w[c, 0, i, j]."""
+    key = (id(w), kh, kw, wp, ow, sw, dw, dtype)
+    cached = _BANDS.get(key)
+    if cached is not None and cached[0] is w:
+        return cached[1]
+    c = w.shape[0]
+    band = np.zeros((c, kh, wp, ow), dtype=dtype)
+    columns = np.arange(ow)
+    taps_ = w.reshape(c, kh, kw).astype(dtype)
+    for j in range(kw):
+        band[:, :, columns * sw + j * dw, columns] = taps_[:, :, j, None]
+    band = band.reshape(c, kh * wp, ow)
+    if len(_BANDS) >= _BANDS_KEPT:
+        _BANDS.clear()
+    _BANDS[key] = (w, band)
+    return band
 
 
 def _depthwise_2d_planar(
