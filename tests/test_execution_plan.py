@@ -101,7 +101,6 @@ def sequential_depthwise(xp: np.ndarray, w: np.ndarray, strides, dilations, out_
     "shape, kernel, strides, dilations",
     [
         ((1, 200, 2, 96), 5, (1, 1), (1, 1)),  # few pixels per channel: channels-last rows
-        ((2, 33, 7, 9), 3, (2, 1), (1, 2)),
         ((1, 16, 40, 40), 3, (1, 1), (1, 1)),  # many pixels per channel: per channel rows
         ((1, 48, 30, 30), 3, (2, 2), (1, 1)),
     ],
@@ -118,3 +117,30 @@ def test_depthwise_conv_sums_taps_in_order_bit_for_bit(shape, kernel, strides, d
     expected = sequential_depthwise(xp, w, strides, dilations, out_hw)
     assert got.dtype == np.float32
     assert np.array_equal(got, expected)
+
+
+@pytest.mark.parametrize(
+    "shape, kernel, strides, dilations",
+    [
+        ((2, 33, 7, 9), 3, (2, 1), (1, 2)),  # narrow rows: one batched GEMM with a banded tap matrix
+        ((1, 256, 14, 14), 5, (1, 1), (1, 1)),
+        ((1, 64, 7, 7), 3, (2, 2), (1, 1)),
+    ],
+)
+def test_depthwise_conv_on_narrow_rows_is_the_tap_sum_within_float32_rounding(shape, kernel, strides, dilations):
+    """Narrow rows sum their taps in BLAS's order, not tap by tap: each output is within the
+    float32 rounding bound of any summation order, k*k*eps*sum|terms|, of the exact sum."""
+    x = RNG.standard_normal(shape).astype(np.float32)
+    w = RNG.standard_normal((shape[1], 1, kernel, kernel)).astype(np.float32)
+    pads = [kernel // 2] * 4
+    xp = np.pad(x, ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
+    out_hw = [
+        (xp.shape[2 + a] - (kernel - 1) * dilations[a] - 1) // strides[a] + 1 for a in range(2)
+    ]
+    got = conv_sum(x, w, shape[1], [kernel, kernel], strides, pads, dilations, (shape[0], shape[1], *out_hw))
+    exact = sequential_depthwise(xp.astype(np.float64), w.astype(np.float64), strides, dilations, out_hw)
+    magnitude = sequential_depthwise(np.abs(xp).astype(np.float64), np.abs(w).astype(np.float64), strides,
+                                     dilations, out_hw)
+    bound = kernel * kernel * np.finfo(np.float32).eps * magnitude
+    assert got.dtype == np.float32
+    assert np.all(np.abs(got.astype(np.float64) - exact) <= bound)
