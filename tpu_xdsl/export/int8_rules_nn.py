@@ -37,6 +37,7 @@ from tpu_xdsl.export.int8_rules import (
     tpu_rule,
 )
 from tpu_xdsl.export.rules import RULES, Context, ExportError, swap_last_two
+from tpu_xdsl.export.rules_conv import transpose_conv
 from tpu_xdsl.export.rules_nn import reduce_axis
 from tpu_xdsl.export.tosa_builder import NHWC, Val, array_i64, boolean, int32, tensor_type
 
@@ -134,36 +135,10 @@ def deconv(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any]
         raise ExportError(f"{op.name}: only 2-D INT8 deconvolutions export to TOSA")
     out_shape = _shape(op)
     weight = _constant(op, inputs[1], "filter").astype(np.int8)  # [C_in, C_out / group, KH, KW]
-    dilations = list(attrs.get("dilations") or [1, 1])
-    if any(d != 1 for d in dilations):
-        kh, kw = weight.shape[2:]
-        dilated = np.zeros((*weight.shape[:2], (kh - 1) * dilations[0] + 1, (kw - 1) * dilations[1] + 1), np.int8)
-        dilated[:, :, ::dilations[0], ::dilations[1]] = weight
-        weight = dilated
     b = _present(inputs, 2)
     bias = _constant(op, b, "bias").astype(np.int32) if b is not None else np.zeros(out_shape[1], np.int32)
-    pads = list(attrs.get("pads") or [0, 0, 0, 0])
-    extra = list(attrs.get("output_padding") or [0, 0])  # grows the bottom/right edge
-    out_pad = [-pads[0], -pads[2] + extra[0], -pads[1], -pads[3] + extra[1]]
-    props = {"out_pad": array_i64(out_pad), "stride": array_i64(list(attrs.get("strides") or [1, 1])),
-             "acc_type": I32}
     zps = [_zp(ctx, _input_zp(op, attrs, 0)), _zp(ctx, 0)]
-    physical = [out_shape[0], out_shape[2], out_shape[3], out_shape[1]]
-    source = ctx.b.channels_last(x)
-    group = int(attrs.get("group", 1))
-    per_in, per_out = x.shape[1] // group, out_shape[1] // group
-    parts = []
-    for g in range(group):
-        piece = source
-        if group > 1:
-            sizes = [x.shape[0], x.shape[2], x.shape[3], per_in]
-            piece = ctx.b.op("slice", [source, ctx.b.shape([0, 0, 0, g * per_in]), ctx.b.shape(sizes)],
-                             tensor_type(sizes, I8))
-        w_g = weight[g * per_in:(g + 1) * per_in].transpose(1, 2, 3, 0)  # [C_out / group, KH, KW, C_in / group]
-        parts.append(ctx.b.op("transpose_conv2d", [piece, ctx.b.const(np.ascontiguousarray(w_g)),
-                                                   ctx.b.const(bias[g * per_out:(g + 1) * per_out]), *zps],
-                              tensor_type([*physical[:3], per_out], I32), **props))
-    acc = parts[0] if group == 1 else ctx.b.op("concat", parts, tensor_type(physical, I32), axis=int32(3))
+    acc = transpose_conv(ctx, x, weight, bias, attrs, out_shape, I32, zps)
     return [_requantized(ctx, op, acc, attrs, out_shape, True)]
 
 

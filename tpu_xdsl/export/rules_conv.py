@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from xdsl.ir import Attribute, Operation
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from tpu_xdsl.export.rules import (
     Context,
@@ -118,39 +120,48 @@ def deconv(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any]
         raise ExportError(f"{op.name}: only 2-D deconvolutions export to TOSA (TOSA has no 1-D or 3-D form)")
     out_shape, element = result_shape(op), result_element(op)
     weight = weight_array(op, w, "filter")  # [C_in, C_out / group, KH, KW]
+    bias_array = weight_array(op, bias, "bias") if bias is not None else np.zeros(out_shape[1], numpy_dtype(element))
+    zp = ctx.b.zero_point(element)
+    out = transpose_conv(ctx, x, weight, bias_array, attrs, out_shape, element, [zp, zp])
+    return [ctx.fused_relu(ctx.new(out, out_shape, element, True), attrs)]
+
+
+def transpose_conv(ctx: Context, x: Val, weight: np.ndarray, bias: np.ndarray, attrs: dict[str, Any],
+                   out_shape: Sequence[int], result: Attribute, zero_points: Sequence[SSAValue]) -> SSAValue:
+    """An ONNX ConvTranspose (weight [C_in, C_out / group, KH, KW]) as `tosa.transpose_conv2d`
+    on `x` channels-last, results of element type `result` (the float rule's element, the INT8
+    rule's i32 sums): a dilated kernel is the kernel with dilation - 1 zero rows between its
+    taps (the same sums), pads and output_padding become out_pad, and groups are one
+    deconvolution per group's channels, concatenated."""
     dilations = list(attrs.get("dilations") or [1, 1])
     if any(d != 1 for d in dilations):
         kh, kw = weight.shape[2:]
         dilated = np.zeros((*weight.shape[:2], (kh - 1) * dilations[0] + 1, (kw - 1) * dilations[1] + 1), weight.dtype)
         dilated[:, :, ::dilations[0], ::dilations[1]] = weight
         weight = dilated
-    bias_array = weight_array(op, bias, "bias") if bias is not None else np.zeros(out_shape[1], numpy_dtype(element))
     pads = list(attrs.get("pads") or [0, 0, 0, 0])
-    strides = list(attrs.get("strides") or [1, 1])
-    out_pad = [-pads[0], -pads[2], -pads[1], -pads[3]]
-    # output_padding grows the bottom/right edge.
-    extra = list(attrs.get("output_padding") or [0, 0])
-    out_pad[1] += extra[0]
-    out_pad[3] += extra[1]
-    zp = ctx.b.zero_point(element)
-    props = {"out_pad": array_i64(out_pad), "stride": array_i64(strides), "acc_type": acc_type(element)}
+    extra = list(attrs.get("output_padding") or [0, 0])  # grows the bottom/right edge
+    out_pad = [-pads[0], -pads[2] + extra[0], -pads[1], -pads[3] + extra[1]]
+    props = {"out_pad": array_i64(out_pad), "stride": array_i64(list(attrs.get("strides") or [1, 1])),
+             "acc_type": acc_type(result)}
     physical = [out_shape[0], out_shape[2], out_shape[3], out_shape[1]]
     source = ctx.b.channels_last(x)
+    source_type = source.type
+    assert isinstance(source_type, TensorType)
     group = int(attrs.get("group", 1))
     per_in, per_out = x.shape[1] // group, out_shape[1] // group
     parts = []
     for g in range(group):
         piece = source
         if group > 1:
-            piece = ctx.b.op("slice", [source, ctx.b.shape([0, 0, 0, g * per_in]),
-                                       ctx.b.shape([x.shape[0], x.shape[2], x.shape[3], per_in])],
-                             tensor_type([x.shape[0], x.shape[2], x.shape[3], per_in], element))
+            sizes = [x.shape[0], x.shape[2], x.shape[3], per_in]
+            piece = ctx.b.op("slice", [source, ctx.b.shape([0, 0, 0, g * per_in]), ctx.b.shape(sizes)],
+                             tensor_type(sizes, source_type.element_type))
         w_g = weight[g * per_in:(g + 1) * per_in].transpose(1, 2, 3, 0)  # [C_out / group, KH, KW, C_in / group]
         parts.append(ctx.b.op("transpose_conv2d", [piece, ctx.b.const(np.ascontiguousarray(w_g)),
-                                                   ctx.b.const(bias_array[g * per_out:(g + 1) * per_out]), zp, zp],
-                              tensor_type([*physical[:3], per_out], element), **props))
-    out = parts[0] if group == 1 else ctx.b.op("concat", parts, tensor_type(physical, element), axis=int32(3))
-    return [ctx.fused_relu(ctx.new(out, out_shape, element, True), attrs)]
+                                                   ctx.b.const(bias[g * per_out:(g + 1) * per_out]), *zero_points],
+                              tensor_type([*physical[:3], per_out], result), **props))
+    return parts[0] if group == 1 else ctx.b.op("concat", parts, tensor_type(physical, result), axis=int32(3))
 
 
 def _pool(ctx: Context, op: Operation, x: Val, attrs: dict[str, Any], name: str) -> Val:
