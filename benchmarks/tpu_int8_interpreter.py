@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-from timing import time_call
+from timing import per_op_overhead, time_call
 
 LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
 CALIBRATION_SAMPLES = 8
@@ -134,19 +134,6 @@ def zoo_models() -> list[str]:
     from tpu_xdsl import zoo
 
     return list(zoo.MODELS)
-
-
-def per_op_overhead(runner, feeds, repeat: int) -> tuple[int, float]:
-    """(ops run, microseconds per op outside the kernels): the median over `repeat` runs
-    of a run's time less its kernels' time (the execution plan times both), over the ops."""
-    import statistics
-
-    plan = runner.plan
-    if plan is None:
-        return 0, float("nan")
-    args = runner.signature.arrange(feeds)
-    outside = statistics.median(total - kernels for total, kernels in (plan.timed_run(args) for _ in range(repeat)))
-    return plan.op_count, 1e6 * outside / plan.op_count
 
 
 def blas_kernels() -> str:
