@@ -308,7 +308,10 @@ def deploy(args: argparse.Namespace) -> int:
         ok = _check_device(model, feeds, tpu_tensors) and ok
     if tosa_text is not None:
         exact = _int8_outputs(module) if int8 and args.round_mode == "half_up" else set()
-        ok = _check_tosa(tosa_text, str(tosa_output), feeds, outputs, mode, exact) and ok
+        from tpu_xdsl.tools.export import check_tosa_run
+
+        ok = check_tosa_run(tosa_text, str(tosa_output), feeds, outputs, mode,
+                            f"TPU interpreter {mode} (reference) vs TOSA (IREE), final outputs", exact) and ok
     return 0 if ok else 1
 
 
@@ -347,27 +350,6 @@ def _int8_outputs(module) -> set[str]:
         if isinstance(kind, TensorType) and isinstance(kind.element_type, IntegerType):
             found.add(name)
     return found
-
-
-def _check_tosa(text: str, source: str, feeds, tpu_outputs, mode: str, exact: set[str]) -> bool:
-    """The TOSA export compiled and run by IREE against the TPU interpreter's final outputs;
-    the outputs in `exact` (INT8 ones, rounding half up as TOSA's rescale does) must be equal."""
-    from tpu_xdsl.export.iree import compile_tosa, load_vmfb
-    from tpu_xdsl.interp.compare import TOSA_TOLERANCE, Tolerance, compare_all, format_table, summarize
-
-    tolerance = Tolerance.parse(TOSA_TOLERANCE.get(mode, TOSA_TOLERANCE["F32"]))
-    got = load_vmfb(compile_tosa(text, source)).run(feeds)
-    rows = compare_all(tpu_outputs, got)
-    print(format_table(rows, tolerance, f"TPU interpreter {mode} (reference) vs TOSA (IREE), final outputs"))
-    ok, summary = summarize(rows, tolerance)
-    print(summary)
-    checked = [r for r in rows if r.name in exact]
-    if checked:
-        differ = [r.name for r in checked if r.problem or r.max_abs_diff != 0]
-        print(f"INT8 rounding half up: {len(checked) - len(differ)} of {len(checked)} INT8 outputs equal bit for bit"
-              + (f"; differ: {', '.join(differ)}" if differ else ""))
-        ok = ok and not differ
-    return ok
 
 
 def _model_scales_notes(module, table: str | None, asymmetric: bool) -> bool:

@@ -71,18 +71,34 @@ def check_export(source: str, exported, text: str, feed: str) -> int:
     output is within it, 1 when not."""
     from xdsl.dialects.builtin import StringAttr
 
-    from tpu_xdsl.export.iree import compile_tosa, load_vmfb
     from tpu_xdsl.inspect.stages import load_stages, read_feeds
-    from tpu_xdsl.interp.compare import TOSA_TOLERANCE, Tolerance, compare_all, format_table, summarize
 
     (reference,) = load_stages([source])
     feeds = read_feeds(feed, [reference])
-    got = load_vmfb(compile_tosa(text, source)).run(feeds)
     state = exported.attributes["module.state"]
     mode = state.data.removeprefix("TOSA_") if isinstance(state, StringAttr) else "F32"
+    passed = check_tosa_run(text, source, feeds, reference.run(feeds), mode,
+                            f"TOSA {mode} (IREE) vs {reference.label}: final outputs")
+    return 0 if passed else 1
+
+
+def check_tosa_run(text: str, source: str, feeds, expected, mode: str, title: str,
+                   exact: frozenset[str] | set[str] = frozenset()) -> bool:
+    """Compile `text` with IREE, run it on `feeds` and compare its final outputs with
+    `expected` at the TOSA tolerance of `mode`, printing the table; the outputs named in
+    `exact` (INT8 ones rounded half up, as TOSA's rescale rounds) must be equal."""
+    from tpu_xdsl.export.iree import compile_tosa, load_vmfb
+    from tpu_xdsl.interp.compare import TOSA_TOLERANCE, Tolerance, compare_all, format_table, summarize
+
     tolerance = Tolerance.parse(TOSA_TOLERANCE.get(mode, TOSA_TOLERANCE["F32"]))
-    rows = compare_all(reference.run(feeds), got)
-    print(format_table(rows, tolerance, f"TOSA {mode} (IREE) vs {reference.label}: final outputs"))
+    rows = compare_all(expected, load_vmfb(compile_tosa(text, source)).run(feeds))
+    print(format_table(rows, tolerance, title))
     passed, line = summarize(rows, tolerance)
     print(line)
-    return 0 if passed else 1
+    checked = [r for r in rows if r.name in exact]
+    if checked:
+        differ = [r.name for r in checked if r.problem or r.max_abs_diff != 0]
+        print(f"INT8 rounding half up: {len(checked) - len(differ)} of {len(checked)} INT8 outputs equal bit for bit"
+              + (f"; differ: {', '.join(differ)}" if differ else ""))
+        passed = passed and not differ
+    return passed
