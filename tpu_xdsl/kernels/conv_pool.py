@@ -30,6 +30,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from tpu_xdsl.kernels import ResultSpec, kernel
 from tpu_xdsl.kernels.activation import fused_relu
+from tpu_xdsl.kernels.memo import ConstantMemo
 
 # The largest im2col buffer (bytes); bigger convs run in blocks of output rows.
 _COLS_LIMIT = 64 << 20
@@ -411,31 +412,27 @@ def _depthwise_2d_banded(
     return np.matmul(np.ascontiguousarray(rows), band)
 
 
-# Banded tap matrices of `_depthwise_2d_banded`, by the identity of the weights (bound once
-# per op by the execution plan; an entry keeps them alive, so the id is not reused).
-_BANDS: dict[tuple[Any, ...], tuple[np.ndarray, np.ndarray]] = {}
-_BANDS_KEPT = 1024
+# Banded tap matrices of `_depthwise_2d_banded`, by the filter's shape and bytes (the
+# interpreters pass the same filter on every run, the device model an equal copy).
+_BANDS: ConstantMemo[np.ndarray] = ConstantMemo(kept=1024)
 
 
 def _banded_taps(
     w: np.ndarray, kh: int, kw: int, wp: int, ow: int, sw: int, dw: int, dtype: np.dtype
 ) -> np.ndarray:
     """[C, kh * Wp, OW]: entry (i * Wp + o * sw + j * dw, o) of channel c is w[c, 0, i, j]."""
-    key = (id(w), kh, kw, wp, ow, sw, dw, dtype)
-    cached = _BANDS.get(key)
-    if cached is not None and cached[0] is w:
-        return cached[1]
-    c = w.shape[0]
-    band = np.zeros((c, kh, wp, ow), dtype=dtype)
-    columns = np.arange(ow)
-    taps_ = w.reshape(c, kh, kw).astype(dtype)
-    for j in range(kw):
-        band[:, :, columns * sw + j * dw, columns] = taps_[:, :, j, None]
-    band = band.reshape(c, kh * wp, ow)
-    if len(_BANDS) >= _BANDS_KEPT:
-        _BANDS.clear()
-    _BANDS[key] = (w, band)
-    return band
+
+    def make() -> np.ndarray:
+        c = w.shape[0]
+        band = np.zeros((c, kh, wp, ow), dtype=dtype)
+        columns = np.arange(ow)
+        taps_ = w.reshape(c, kh, kw).astype(dtype)
+        for j in range(kw):
+            band[:, :, columns * sw + j * dw, columns] = taps_[:, :, j, None]
+        return band.reshape(c, kh * wp, ow)
+
+    key = (w.shape, w.dtype.str, hash(w.tobytes()), kh, kw, wp, ow, sw, dw, np.dtype(dtype).str)
+    return _BANDS.get(_BANDS, key, (w,), make)
 
 
 def _depthwise_2d_planar(

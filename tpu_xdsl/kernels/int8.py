@@ -62,6 +62,7 @@ from tpu_xdsl.kernels.int8_sums import (
     round_mode,
     zero_point,
 )
+from tpu_xdsl.kernels.memo import ConstantMemo
 from tpu_xdsl.kernels.quant import (
     channel_shape,
     int_info,
@@ -208,7 +209,37 @@ def _rescaled_sum_in_float(
     multiples of 2^-s whose numerators stay below 2^52, so every product, sum and the
     rounding (floor / rint / trunc, + 0.5) is exact, and the result equals the int64
     path's. Per-channel multipliers (2C of them) broadcast along axis 1. None when the
-    bound or the attributes do not allow it."""
+    bound or the attributes do not allow it. The factors are worked out once per op
+    (`_ADD_PLANS`)."""
+    if a.dtype.kind not in "iu" or b.dtype.kind not in "iu":
+        return None
+    key = (a.dtype.str, b.dtype.str, np.dtype(result.dtype).str, len(result.shape))
+    plan = _ADD_PLANS.get(attrs, key, (), lambda: _rescaled_sum_plan(a.dtype, b.dtype, attrs, result))
+    if plan is None:
+        return None
+    c0, c1, offset, rounding, zo_after, low, high = plan
+    out = np.empty(result.shape, dtype=result.dtype)
+    if isinstance(c0, float) and a.shape == b.shape == out.shape:
+        pairs = _flat_blocks(a, b, out)
+    else:
+        pairs = [(np.broadcast_to(a, out.shape), np.broadcast_to(b, out.shape), out)]
+    for a_block, b_block, out_block in pairs:
+        p = np.multiply(a_block, c0, dtype=np.float64)
+        q = np.multiply(b_block, c1, dtype=np.float64)
+        p += q
+        p += offset
+        round_and_saturate(p, q, rounding, zo_after, low, high, out_block)
+    return out
+
+
+# `_rescaled_sum_in_float`'s factors per op: (c0, c1, offset, rounding, zo_after, low, high),
+# c0, c1 and offset floats or per-channel arrays; None where the float path is not exact.
+_ADD_PLANS: ConstantMemo[tuple[Any, ...] | None] = ConstantMemo()
+
+
+def _rescaled_sum_plan(
+    a_dtype: np.dtype, b_dtype: np.dtype, attrs: dict[str, Any], result: ResultSpec
+) -> tuple[Any, ...] | None:
     m = [int(v) for v in attrs["multiplier"]]
     za, zb = zero_point(attrs, 0), zero_point(attrs, 1)
     rshift = attrs.get("rshift") or [0]
@@ -216,13 +247,11 @@ def _rescaled_sum_in_float(
     info = int_info(result.dtype)
     if len(rshift) != 1 or not 0 <= int(rshift[0]) <= 52 or not info.min <= zo <= info.max:
         return None
-    if a.dtype.kind not in "iu" or b.dtype.kind not in "iu":
-        return None
     s = int(rshift[0])
     half = len(m) // 2
     m0, m1 = max(abs(v) for v in m[:half]), max(abs(v) for v in m[half:])
     largest = (
-        magnitude_bound(a, 0) * m0 + magnitude_bound(b, 0) * m1
+        _dtype_bound(a_dtype) * m0 + _dtype_bound(b_dtype) * m1
         + abs(za) * m0 + abs(zb) * m1 + ((abs(zo) + 1) << s)
     )
     if largest >= _FLOAT64_SAFE:
@@ -233,27 +262,22 @@ def _rescaled_sum_in_float(
         mode = {"half_away_from_zero": "half_up", "toward_zero": "down"}.get(mode, mode)
     scale = 2.0**-s
     offset, rounding, zo_after = float_rounding(mode, zo)
-    out = np.empty(result.shape, dtype=result.dtype)
     if len(m) == 2:
         c0, c1 = m[0] * scale, m[1] * scale
         offset -= (za * m[0] + zb * m[1]) * scale
-        if a.shape == b.shape == out.shape:
-            pairs = _flat_blocks(a, b, out)
-        else:
-            pairs = [(np.broadcast_to(a, out.shape), np.broadcast_to(b, out.shape), out)]
     else:  # per channel: the factors broadcast along the channel axis, on whole tensors
-        shape = channel_shape(out.ndim, channel_axis(attrs, out.ndim))
+        ndim = len(result.shape)
+        shape = channel_shape(ndim, channel_axis(attrs, ndim))
         c0 = (np.asarray(m[:half], np.float64) * scale).reshape(shape)
         c1 = (np.asarray(m[half:], np.float64) * scale).reshape(shape)
         offset = offset - (za * c0 + zb * c1)
-        pairs = [(np.broadcast_to(a, out.shape), np.broadcast_to(b, out.shape), out)]
-    for a_block, b_block, out_block in pairs:
-        p = np.multiply(a_block, c0, dtype=np.float64)
-        q = np.multiply(b_block, c1, dtype=np.float64)
-        p += q
-        p += offset
-        round_and_saturate(p, q, rounding, zo_after, low, int(info.max), out_block)
-    return out
+    return c0, c1, offset, rounding, zo_after, low, int(info.max)
+
+
+def _dtype_bound(dtype: np.dtype) -> int:
+    """The largest |code| of an integer dtype (`magnitude_bound` with zero point 0)."""
+    info = int_info(dtype)
+    return max(abs(int(info.min)), abs(int(info.max)))
 
 
 _ELEMENTWISE_BLOCK = 1 << 15

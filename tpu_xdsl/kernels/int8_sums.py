@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from tpu_xdsl.kernels import ResultSpec
+from tpu_xdsl.kernels.memo import ConstantMemo
 from tpu_xdsl.kernels.quant import (
     REQUANT_BLOCK,
     int_info,
@@ -126,14 +127,9 @@ def finish_sum(
     float64, when every result that does not saturate is a product below 2^53
     (`_float_requant`), else int64, when nothing can overflow (`_int_requant`);
     otherwise the general path. The plan is made once per op (`_REQUANT_PLANS`)."""
-    key = (id(attrs), id(bias), result.shape, result.dtype, bound)
-    cached = _REQUANT_PLANS.get(key)
-    if cached is None or cached[0] is not attrs or cached[1] is not bias:
-        cached = (attrs, bias, *_requant_plan(bias, attrs, result, bound))
-        if len(_REQUANT_PLANS) >= _REQUANT_PLANS_KEPT:
-            _REQUANT_PLANS.clear()
-        _REQUANT_PLANS[key] = cached
-    _, _, plan, low = cached
+    plan, low = _REQUANT_PLANS.get(
+        attrs, (result.shape, result.dtype, bound), (bias,), lambda: _requant_plan(bias, attrs, result, bound)
+    )
     if plan is None:
         total = as_int64(acc)
         if bias is not None:
@@ -151,12 +147,10 @@ def finish_sum(
     return out
 
 
-# The requantization plans of `finish_sum`, by the identity of the op's attributes and
-# bias (which the execution plan binds once per op and nobody mutates; an entry keeps
-# both alive, so an id is not reused while its entry stands): per-op constant work
-# (multiplier and shift arrays, exactness bounds) paid once instead of on every run.
-_REQUANT_PLANS: dict[tuple[Any, ...], tuple[Any, ...]] = {}
-_REQUANT_PLANS_KEPT = 4096
+# The requantization plans of `finish_sum`, by the op's attributes and bias (`ConstantMemo`):
+# per-op constant work (multiplier and shift arrays, exactness bounds) paid once instead of
+# on every run.
+_REQUANT_PLANS: ConstantMemo[tuple[IntRequant | FloatRequant | None, int]] = ConstantMemo()
 
 
 def _requant_plan(
