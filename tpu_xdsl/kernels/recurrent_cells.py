@@ -6,8 +6,8 @@ The device splits a recurrent layer by hidden unit: each lane holds the rows of 
 (every gate) of the units it owns, or streams them from DDR in chunks of units when they
 do not fit. For the device to equal the interpreter bit for bit, the value of one unit
 must not depend on how many units are computed with it, so the dot products are not BLAS
-GEMMs (whose summation order follows the shape of the call): each is numpy's pairwise
-`add.reduce` over a contiguous row of products, which depends only on the row. The gate
+GEMMs (whose summation order follows the shape of the call): each is one BLAS dot of a
+row and a vector (`np.vecdot`), whose order depends only on the row's length. The gate
 math is elementwise. States stay float32 between steps (in lane memory on the device);
 only what is stored (Y, Y_h, Y_c) is rounded to the storage type.
 
@@ -28,8 +28,6 @@ from tpu_xdsl.kernels import Kernel, ResultSpec
 from tpu_xdsl.kernels.activation import sigmoid_of
 
 F32 = np.dtype(np.float32)
-# Products held at once by `dots` (floats): bounds its memory for large layers.
-_BLOCK_ELEMENTS = 1 << 22
 
 
 @overload
@@ -42,18 +40,15 @@ def wide(x: np.ndarray | None) -> np.ndarray | None:
 
 
 def dots(rows: np.ndarray, vectors: np.ndarray) -> np.ndarray:
-    """rows [units, gates, K] (any float type: widened in the multiply, which is exact) .
-    vectors [batch, K] -> [units, gates, batch]: each element the pairwise sum of its K
-    float32 products, the same for any block of units."""
-    units, gates, size = rows.shape
-    batch = vectors.shape[0]
-    vectors = wide(vectors)
-    out = np.empty((units, gates, batch), F32)
-    step = max(1, _BLOCK_ELEMENTS // max(1, gates * batch * size))
-    for start in range(0, units, step):
-        products = np.multiply(rows[start : start + step, :, None, :], vectors[None, None, :, :], dtype=F32)
-        np.add.reduce(products, axis=-1, out=out[start : start + step])
-    return out
+    """rows [units, gates, K] (any float type, widened to float32: exact) . vectors
+    [batch, K] -> [units, gates, batch]: each element one BLAS dot (`np.vecdot` calls
+    sdot per element) of a unit-stride row and vector, whose summation order depends on
+    K alone, so it is the same for any block of units."""
+    rows = wide(rows)
+    if rows.strides[-1] != F32.itemsize:  # a strided dot would take BLAS's other loop
+        rows = np.ascontiguousarray(rows)
+    vectors = np.ascontiguousarray(wide(vectors))
+    return np.vecdot(rows[:, :, None, :], vectors[None, None, :, :])
 
 
 def project(
