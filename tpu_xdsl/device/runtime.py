@@ -23,6 +23,7 @@ from tpu_xdsl.device.simulator import Device, Scheduled, Timeline, dma_bytes
 from tpu_xdsl.device.timing import ideal_compute_cycles
 from tpu_xdsl.errors import TpuXdslError
 from tpu_xdsl.feeds import accepts_dtype, in_input_order
+from tpu_xdsl.kernels.malloc import keep_freed_memory
 from tpu_xdsl.kernels.quant import ChannelQParams, QParams
 
 
@@ -77,6 +78,7 @@ class LoadedModel:
     timed and bound once, then run on any number of inputs."""
 
     def __init__(self, model: TpuModel, chip: ChipConfig | None = None):
+        keep_freed_memory()
         self.model = model
         self.chip = chip or chip_config(model.chip)
         if len(model.coefficients) > model.ddr_bytes:

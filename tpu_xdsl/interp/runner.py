@@ -22,6 +22,7 @@ from tpu_xdsl.interp.plan import ExecutionPlan
 from tpu_xdsl.interp.top_interpreter import ModelRounding, TopFunctions
 from tpu_xdsl.interp.tpu_interpreter import TpuFunctions, TpuGroupFunctions
 from tpu_xdsl.kernels.dtypes import numpy_dtype
+from tpu_xdsl.kernels.malloc import keep_freed_memory
 from tpu_xdsl.kernels.quant import ChannelQParams, QParams
 from tpu_xdsl.limits import check_tensor_size
 from tpu_xdsl.weights import weights_of
@@ -147,10 +148,12 @@ class ModuleRunner:
     weights once, on the first run: a caller that edits either makes a new runner (as the
     interpreter functions' per-op caches already required). `functions` are the
     interpreter functions, for callers that run the interpreter with implementations of
-    their own."""
+    their own. Making a runner keeps the process's freed memory for reuse
+    (`kernels.malloc`)."""
 
     def __init__(self, module: ModuleOp, weights: Mapping[str, np.ndarray]):
         check_tensor_sizes(module)
+        keep_freed_memory()
         self.module = module
         rounding = model_rounding(module)
         self.top = TopFunctions(weights, rounding)
