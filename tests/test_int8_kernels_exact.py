@@ -547,3 +547,45 @@ def test_cast_with_per_channel_scales():
     assert q.reshape(-1).tolist() == [2, -2, 5, -5]
     (real,) = INT8_KERNELS["cast"]([q, scales], {}, [ResultSpec(x.shape, np.dtype(np.float32))])
     np.testing.assert_allclose(real.reshape(-1), [0.5, -0.5, 0.5, -0.5], rtol=1e-6)
+
+
+# -- pooling ---------------------------------------------------------------------------------
+
+
+def _window_sums_ref(x: np.ndarray, zx: int, kernel, strides, pads, out) -> np.ndarray:
+    """Sums of x - zx over each window in Python-sized integers (int64), padding adding 0."""
+    centered_x = x.astype(np.int64) - zx
+    padded = np.zeros((*x.shape[:2], x.shape[2] + pads[0] + pads[2], x.shape[3] + pads[1] + pads[3]), np.int64)
+    padded[:, :, pads[0] : pads[0] + x.shape[2], pads[1] : pads[1] + x.shape[3]] = centered_x
+    total = np.zeros((*x.shape[:2], *out), np.int64)
+    for i in range(kernel[0]):
+        for j in range(kernel[1]):
+            total += padded[:, :, i : i + strides[0] * out[0] : strides[0], j : j + strides[1] * out[1] : strides[1]]
+    return total
+
+
+@pytest.mark.parametrize("mode", ROUND_MODES)
+@pytest.mark.parametrize(
+    ("shape", "kernel", "strides", "pads"),
+    [
+        ((1, 6, 12, 96), (12, 96), (1, 1), (0, 0, 0, 0)),  # global, as an SE block pools
+        ((2, 3, 9, 10), (3, 3), (2, 2), (1, 1, 1, 1)),
+        ((1, 4, 300, 300), (300, 300), (1, 1), (0, 0, 0, 0)),  # 90000 taps: float64 sums
+    ],
+)
+def test_avg_pool_window_sums_requantize_exactly(mode, shape, kernel, strides, pads):
+    rng = np.random.default_rng(31)
+    out = tuple((shape[2 + d] + pads[d] + pads[d + 2] - kernel[d]) // strides[d] + 1 for d in range(2))
+    for dtype, zx, zo, relu in ((np.int8, 0, 0, False), (np.uint8, 131, -5, True)):
+        info = np.iinfo(dtype)
+        x = rng.integers(int(info.min), int(info.max) + 1, shape).astype(dtype)
+        x.reshape(-1)[:2] = [info.min, info.max]
+        acc = _window_sums_ref(x, zx, kernel, strides, pads, out)
+        for mult, s in (([int(rng.integers(1 << 29, 1 << 31))], 38), (rng.integers(1 << 20, 1 << 31, shape[1]).tolist(), 44)):
+            attrs = {"kernel_shape": list(kernel), "strides": list(strides), "pads": list(pads), "multiplier": mult,
+                     "rshift": [s], "input_zero_points": [zx], "output_zero_point": zo, "round_mode": mode,
+                     "do_relu": relu}
+            (got,) = INT8_KERNELS["avg_pool"]([x], attrs, [ResultSpec(acc.shape, np.dtype(np.int8))])
+            m = np.array(mult) if len(mult) > 1 else mult[0]
+            expected = requantize_array_ref(acc, m, s, zo, np.int8, mode, relu)
+            np.testing.assert_array_equal(got, expected, err_msg=f"{dtype.__name__}, {len(mult)} multipliers")

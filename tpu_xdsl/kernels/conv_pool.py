@@ -20,6 +20,7 @@ the padded input holding that tap's input pixel for every output pixel.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Iterator, Sequence
@@ -668,6 +669,14 @@ def max_pool(
     return [fused_relu(y, attrs)]
 
 
+@functools.lru_cache(maxsize=1024)
+def _divisors(*args: Any) -> np.ndarray:
+    """`tap_counts`, worked out once per pooling geometry (read-only)."""
+    counts = tap_counts(*args)
+    counts.flags.writeable = False
+    return counts
+
+
 @kernel("avg_pool")
 def avg_pool(
     inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultSpec]
@@ -680,8 +689,9 @@ def avg_pool(
     )
     out = results[0].shape[2:]
     include_pad = bool(attrs.get("count_include_pad", False))
-    counts = tap_counts(
-        x.shape[2:], out, kernel_shape, strides, pads, dilations, include_pad
+    counts = _divisors(
+        tuple(x.shape[2:]), tuple(out), tuple(kernel_shape), tuple(strides), tuple(pads), tuple(dilations),
+        include_pad,
     )
     with np.errstate(divide="ignore", invalid="ignore"):
         np.divide(total, counts.astype(total.dtype, copy=False), out=total)

@@ -296,9 +296,10 @@ def mul(inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultSp
     za, zb = zero_point(attrs, 0), zero_point(attrs, 1)
     shape = results[0].shape
     axis = channel_axis(attrs, len(shape))
-    if len(shape) >= 2 and axis == 1:  # the product of two codes is exact in float64: conv's requantization
-        acc = centered(a, za, np.dtype(np.float64)) * centered(b, zb, np.dtype(np.float64))
+    if len(shape) >= 2 and axis == 1:  # the product of two codes is exact in float: conv's requantization
         bound = magnitude_bound(a, za) * magnitude_bound(b, zb)
+        dtype = exact_float(1, bound)
+        acc = centered(a, za, dtype) * centered(b, zb, dtype)
         return [finish_sum(np.broadcast_to(acc, shape), None, attrs, results[0], bound)]
     acc = _centered_int(a, za) * _centered_int(b, zb)
     return [finish(np.broadcast_to(acc, shape), attrs, results[0], axis=axis)]
@@ -360,8 +361,17 @@ def avg_pool(inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[Res
     """The window sum of x - zx (padding adds real 0) times the multiplier, which holds the
     1 / count of the window (lowering allows only windows of one size)."""
     x = inputs[0]
-    total, *_ = float_conv_pool._pool_reduce(_centered_int(x, zero_point(attrs, 0)), attrs, results, 0, np.add)
-    return [finish(total, attrs, results[0])]
+    zx = zero_point(attrs, 0)
+    taps = int(math.prod(attrs["kernel_shape"]))
+    bound = magnitude_bound(x, zx)
+    if x.ndim < 3:
+        total, *_ = float_conv_pool._pool_reduce(_centered_int(x, zx), attrs, results, 0, np.add)
+        return [finish(total, attrs, results[0])]
+    # Window sums of integers below 2^24 (2^53) are exact in float32 (float64), whatever the
+    # order of the additions; then conv's requantization.
+    centered_x = centered(x, zx, exact_float(taps, bound))
+    total, *_ = float_conv_pool._pool_reduce(centered_x, attrs, results, 0, np.add)
+    return [finish_sum(total, None, attrs, results[0], taps * bound)]
 
 
 @int8_kernel("reduce")
