@@ -589,3 +589,30 @@ def test_avg_pool_window_sums_requantize_exactly(mode, shape, kernel, strides, p
             m = np.array(mult) if len(mult) > 1 else mult[0]
             expected = requantize_array_ref(acc, m, s, zo, np.int8, mode, relu)
             np.testing.assert_array_equal(got, expected, err_msg=f"{dtype.__name__}, {len(mult)} multipliers")
+
+
+_ROUNDINGS = {
+    "half_away_from_zero": lambda q: np.sign(q) * np.floor(np.abs(q) + 0.5),
+    "half_to_even": np.rint,
+    "half_up": lambda q: np.floor(q + 0.5),
+    "down": np.floor,
+    "toward_zero": np.trunc,
+}
+
+
+@pytest.mark.parametrize("mode", ROUND_MODES)
+def test_cast_to_int_divides_like_quantize_tensor(mode):
+    """Values whose float32 and float64 quotients round to different codes in `mode`: the
+    cast kernel must give quantize_tensor's codes for them (float64 quotients except where
+    quantize_tensor documents float32)."""
+    scale = 0.0370001
+    rng = np.random.default_rng(12)
+    x = (rng.standard_normal(4_000_000) * 2).astype(np.float32)
+    wide, narrow = x.astype(np.float64) / scale, (x / np.float32(scale)).astype(np.float64)
+    rounding = _ROUNDINGS[mode]
+    split = x[rounding(wide) != rounding(narrow)]
+    assert split.size >= 4  # the data does tell the two divisions apart
+    x = np.concatenate([split, x[:5000]]).reshape(1, 1, 1, -1)
+    attrs = {"scale": scale, "zero_point": 0, "round_mode": mode}
+    (got,) = INT8_KERNELS["cast"]([x], attrs, [ResultSpec(x.shape, np.dtype(np.int8))])
+    np.testing.assert_array_equal(got, quantize_tensor(x, scale, 0, np.int8, mode))

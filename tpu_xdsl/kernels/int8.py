@@ -282,6 +282,34 @@ def _dtype_bound(dtype: np.dtype) -> int:
 
 _ELEMENTWISE_BLOCK = 1 << 15
 
+# Round modes `_quantize_block` computes (the others, on float32 quotients, by quantize_tensor).
+_QUANTIZED_IN_PLACE = ("half_away_from_zero", "down", "toward_zero")
+
+
+def _quantize_block(
+    x: np.ndarray, scale: float, zp: int, mode: str, limits: tuple[int, int],
+    scaled: np.ndarray, halves: np.ndarray, out: np.ndarray,
+) -> None:
+    """out = `quantize_tensor(x, scale, zp, out.dtype, mode)` for the modes of
+    `_QUANTIZED_IN_PLACE`, in two float64 buffers and no other temporaries: the same float64
+    quotient x / scale, then half away from zero as trunc(q + copysign(0.5, q)) (for
+    q >= 0 floor(q + 0.5); below, minus that of -q: the same sum negated), NaN as 0 and
+    +-inf clipped, as quantize_tensor does."""
+    np.divide(x, scale, out=scaled, dtype=np.float64)  # float32 widened exactly, a float64 quotient
+    if mode == "half_away_from_zero":
+        np.copysign(0.5, scaled, out=halves)
+        scaled += halves
+        np.trunc(scaled, out=scaled)
+    elif mode == "down":
+        np.floor(scaled, out=scaled)
+    else:
+        np.trunc(scaled, out=scaled)
+    np.nan_to_num(scaled, copy=False)
+    np.clip(scaled, limits[0] - zp, limits[1] - zp, out=scaled)
+    if zp:
+        scaled += zp
+    np.copyto(out, scaled, casting="unsafe")  # integers in range: exact
+
 
 def _flat_blocks(*arrays: np.ndarray) -> list[tuple[np.ndarray, ...]]:
     """Matching flat blocks of same-shape arrays (the last one written through)."""
@@ -458,12 +486,22 @@ def cast(inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultS
             return [quantize_tensor(x.astype(np.float32), scales.astype(np.float64), 0, out, round_mode(attrs))]
         return [(x.astype(np.float32) * scales).astype(out)]
     if out.kind in "iu":
-        # quantize_tensor is elementwise: in cache-sized blocks its float64 temporaries stay in cache.
+        # Elementwise: in cache-sized blocks the float64 temporaries stay in cache.
         flat = x.astype(np.float32).reshape(-1)
         q = np.empty(flat.shape, dtype=out)
+        mode = round_mode(attrs)
+        if mode not in _QUANTIZED_IN_PLACE:
+            for i in range(0, flat.size, _ELEMENTWISE_BLOCK):
+                block = slice(i, i + _ELEMENTWISE_BLOCK)
+                q[block] = quantize_tensor(flat[block], scale_value, zp, out, mode)
+            return [q.reshape(x.shape)]
+        scaled = np.empty(min(flat.size, _ELEMENTWISE_BLOCK))
+        halves = np.empty_like(scaled) if mode == "half_away_from_zero" else scaled
+        info = int_info(out)
         for i in range(0, flat.size, _ELEMENTWISE_BLOCK):
             block = slice(i, i + _ELEMENTWISE_BLOCK)
-            q[block] = quantize_tensor(flat[block], scale_value, zp, out, round_mode(attrs))
+            _quantize_block(flat[block], scale_value, zp, mode, (int(info.min), int(info.max)),
+                            scaled[: q[block].size], halves[: q[block].size], q[block])
         return [q.reshape(x.shape)]
     real = (x.astype(np.float32) - np.float32(zp)) * np.float32(scale_value)
     return [real.astype(out)]
