@@ -581,7 +581,8 @@ def test_avg_pool_window_sums_requantize_exactly(mode, shape, kernel, strides, p
         x = rng.integers(int(info.min), int(info.max) + 1, shape).astype(dtype)
         x.reshape(-1)[:2] = [info.min, info.max]
         acc = _window_sums_ref(x, zx, kernel, strides, pads, out)
-        for mult, s in (([int(rng.integers(1 << 29, 1 << 31))], 38), (rng.integers(1 << 20, 1 << 31, shape[1]).tolist(), 44)):
+        scalar, per_channel = [int(rng.integers(1 << 29, 1 << 31))], rng.integers(1 << 20, 1 << 31, shape[1]).tolist()
+        for mult, s in ((scalar, 38), (per_channel, 44)):
             attrs = {"kernel_shape": list(kernel), "strides": list(strides), "pads": list(pads), "multiplier": mult,
                      "rshift": [s], "input_zero_points": [zx], "output_zero_point": zo, "round_mode": mode,
                      "do_relu": relu}
