@@ -433,7 +433,7 @@ def _banded_taps(
         return band.reshape(c, kh * wp, ow)
 
     key = (w.shape, w.dtype.str, hash(w.tobytes()), kh, kw, wp, ow, sw, dw, np.dtype(dtype).str)
-    return _BANDS.get(_BANDS, key, (w,), make)
+    return _BANDS.get(None, key, (w,), make)
 
 
 def _depthwise_2d_planar(

@@ -29,8 +29,9 @@ def _same(kept: np.ndarray | None, given: np.ndarray | None) -> bool:
 
 
 class ConstantMemo(Generic[T]):
-    """`make()`'s value for an op's attribute dict, a key and the constant arrays it was
-    made from, kept for up to `kept` entries (all forgotten when full)."""
+    """`make()`'s value for an op's attribute dict (None: the key and the arrays alone tell
+    the entry), a key and the constant arrays it was made from, kept for up to `kept`
+    entries (all forgotten when full)."""
 
     def __init__(self, kept: int = 4096):
         self._entries: dict[tuple[int, Hashable], tuple[object, tuple[np.ndarray | None, ...], T]] = {}
