@@ -214,7 +214,7 @@ def _rescaled_sum_in_float(
     if a.dtype.kind not in "iu" or b.dtype.kind not in "iu":
         return None
     key = (a.dtype.str, b.dtype.str, np.dtype(result.dtype).str, len(result.shape))
-    plan = _ADD_PLANS.get(attrs, key, (), lambda: _rescaled_sum_plan(a.dtype, b.dtype, attrs, result))
+    plan = _ADD_PLANS.get(attrs, key, (), lambda: _rescaled_sum_plan(a, b, attrs, result))
     if plan is None:
         return None
     c0, c1, offset, rounding, zo_after, low, high = plan
@@ -238,8 +238,9 @@ _ADD_PLANS: ConstantMemo[tuple[Any, ...] | None] = ConstantMemo()
 
 
 def _rescaled_sum_plan(
-    a_dtype: np.dtype, b_dtype: np.dtype, attrs: dict[str, Any], result: ResultSpec
+    a: np.ndarray, b: np.ndarray, attrs: dict[str, Any], result: ResultSpec
 ) -> tuple[Any, ...] | None:
+    """The factors of `_rescaled_sum_in_float` for operands of the dtypes of `a` and `b`."""
     m = [int(v) for v in attrs["multiplier"]]
     za, zb = zero_point(attrs, 0), zero_point(attrs, 1)
     rshift = attrs.get("rshift") or [0]
@@ -251,7 +252,7 @@ def _rescaled_sum_plan(
     half = len(m) // 2
     m0, m1 = max(abs(v) for v in m[:half]), max(abs(v) for v in m[half:])
     largest = (
-        _dtype_bound(a_dtype) * m0 + _dtype_bound(b_dtype) * m1
+        magnitude_bound(a, 0) * m0 + magnitude_bound(b, 0) * m1
         + abs(za) * m0 + abs(zb) * m1 + ((abs(zo) + 1) << s)
     )
     if largest >= _FLOAT64_SAFE:
@@ -272,12 +273,6 @@ def _rescaled_sum_plan(
         c1 = (np.asarray(m[half:], np.float64) * scale).reshape(shape)
         offset = offset - (za * c0 + zb * c1)
     return c0, c1, offset, rounding, zo_after, low, int(info.max)
-
-
-def _dtype_bound(dtype: np.dtype) -> int:
-    """The largest |code| of an integer dtype (`magnitude_bound` with zero point 0)."""
-    info = int_info(dtype)
-    return max(abs(int(info.min)), abs(int(info.max)))
 
 
 _ELEMENTWISE_BLOCK = 1 << 15
@@ -392,9 +387,6 @@ def avg_pool(inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[Res
     zx = zero_point(attrs, 0)
     taps = int(math.prod(attrs["kernel_shape"]))
     bound = magnitude_bound(x, zx)
-    if x.ndim < 3:
-        total, *_ = float_conv_pool._pool_reduce(_centered_int(x, zx), attrs, results, 0, np.add)
-        return [finish(total, attrs, results[0])]
     # Window sums of integers below 2^24 (2^53) are exact in float32 (float64), whatever the
     # order of the additions; then conv's requantization.
     centered_x = centered(x, zx, exact_float(taps, bound))
