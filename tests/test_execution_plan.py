@@ -97,6 +97,20 @@ def sequential_depthwise(xp: np.ndarray, w: np.ndarray, strides, dilations, out_
     return y
 
 
+def _depthwise_case(shape, kernel: int, strides, dilations):
+    """A random depthwise conv (same padding) through `conv_sum`: (padded input, filter,
+    output size, result)."""
+    x = RNG.standard_normal(shape).astype(np.float32)
+    w = RNG.standard_normal((shape[1], 1, kernel, kernel)).astype(np.float32)
+    pads = [kernel // 2] * 4
+    xp = np.pad(x, ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
+    out_hw = [
+        (xp.shape[2 + a] - (kernel - 1) * dilations[a] - 1) // strides[a] + 1 for a in range(2)
+    ]
+    got = conv_sum(x, w, shape[1], [kernel, kernel], strides, pads, dilations, (shape[0], shape[1], *out_hw))
+    return xp, w, out_hw, got
+
+
 @pytest.mark.parametrize(
     "shape, kernel, strides, dilations",
     [
@@ -106,14 +120,7 @@ def sequential_depthwise(xp: np.ndarray, w: np.ndarray, strides, dilations, out_
     ],
 )
 def test_depthwise_conv_sums_taps_in_order_bit_for_bit(shape, kernel, strides, dilations):
-    x = RNG.standard_normal(shape).astype(np.float32)
-    w = RNG.standard_normal((shape[1], 1, kernel, kernel)).astype(np.float32)
-    pads = [kernel // 2] * 4
-    xp = np.pad(x, ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
-    out_hw = [
-        (xp.shape[2 + a] - (kernel - 1) * dilations[a] - 1) // strides[a] + 1 for a in range(2)
-    ]
-    got = conv_sum(x, w, shape[1], [kernel, kernel], strides, pads, dilations, (shape[0], shape[1], *out_hw))
+    xp, w, out_hw, got = _depthwise_case(shape, kernel, strides, dilations)
     expected = sequential_depthwise(xp, w, strides, dilations, out_hw)
     assert got.dtype == np.float32
     assert np.array_equal(got, expected)
@@ -130,14 +137,7 @@ def test_depthwise_conv_sums_taps_in_order_bit_for_bit(shape, kernel, strides, d
 def test_depthwise_conv_on_narrow_rows_is_the_tap_sum_within_float32_rounding(shape, kernel, strides, dilations):
     """Narrow rows sum their taps in BLAS's order, not tap by tap: each output is within the
     float32 rounding bound of any summation order, k*k*eps*sum|terms|, of the exact sum."""
-    x = RNG.standard_normal(shape).astype(np.float32)
-    w = RNG.standard_normal((shape[1], 1, kernel, kernel)).astype(np.float32)
-    pads = [kernel // 2] * 4
-    xp = np.pad(x, ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
-    out_hw = [
-        (xp.shape[2 + a] - (kernel - 1) * dilations[a] - 1) // strides[a] + 1 for a in range(2)
-    ]
-    got = conv_sum(x, w, shape[1], [kernel, kernel], strides, pads, dilations, (shape[0], shape[1], *out_hw))
+    xp, w, out_hw, got = _depthwise_case(shape, kernel, strides, dilations)
     exact = sequential_depthwise(xp.astype(np.float64), w.astype(np.float64), strides, dilations, out_hw)
     magnitude = sequential_depthwise(np.abs(xp).astype(np.float64), np.abs(w).astype(np.float64), strides,
                                      dilations, out_hw)
