@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from accuracy import BOX_DETECTORS, DETECTORS, TEXT_PROBABILITY  # noqa: E402
+from accuracy import BOX_DETECTORS, DETECTORS, TEXT_PROBABILITY
 
 NOISE_EXPONENTS = (12, 9, 8, 6)
 
