@@ -44,6 +44,23 @@ def test_similarities_by_hand(pair, capsys):
                                 "(tolerance 0.99, 0.75); all pass")
     code, out, _ = run(capsys, "compare", a, b, "--names", "x", "--tolerance", "0.995,0.75")
     assert code == 1 and row(out, "x")[-1] == "FAIL" and "below tolerance, first: x" in out
+    assert "note:" not in out
+
+
+def test_a_failing_tensor_of_rounding_noise_is_named(tmp_path, capsys):
+    """A sigmoid's tail (logits -20 to -16, values ~1e-8) computed exactly and as
+    0.5 + 0.5 tanh(z / 2) in float32, whose rounding at 0.5 is ~3e-8: the similarities fail
+    and say nothing of the model, and the summary says so (the verdict stays)."""
+    z = np.linspace(-20.0, -16.0, 64)
+    exact = (1 / (1 + np.exp(-z))).astype(np.float32)
+    rounded = np.float32(0.5) + np.float32(0.5) * np.tanh((z / 2).astype(np.float32))
+    a = npz(tmp_path / "a.npz", map=exact, big=np.array([1.0, 2.0, 3.0], np.float32))
+    b = npz(tmp_path / "b.npz", map=rounded, big=np.array([1.0, 2.0, 4.0], np.float32))
+    code, out, _ = run(capsys, "compare", a, b, "--verbose", "--tolerance", "0.99,0.9")
+    assert code == 1 and row(out, "map")[-1] == "FAIL" and row(out, "big")[-1] == "FAIL"
+    note = next(line for line in out.splitlines() if line.startswith("note: "))
+    largest = max(exact.max(), rounded.max())
+    assert note.startswith(f"note: map (largest value {largest:.2g}) differ by less than 1e-06 everywhere")
 
 
 def test_integers_compare_for_equality_and_shapes_must_match(pair, tmp_path, capsys):
