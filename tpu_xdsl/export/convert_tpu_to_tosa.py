@@ -7,8 +7,9 @@ between a widening cast and one rounding to the storage type (the TPU's arithmet
 shifts, lookup tables as `tosa.table`. Interface, weights and module attributes as in
 `convert-top-to-tosa`. A module deployed with `--round-mode half_up` exports to TOSA that
 computes its INT8 codes bit for bit; with the default rounding, negative ties differ by
-one code. Layer-grouped modules (`tpu.group`) are refused: export the module before
-tpu-layer-group.
+one code. A layer-grouped module (deploy's N_int8.mlir beside a .tpumodel) exports as the
+same module with its groups' ops inlined: a group only says where the chip keeps tensors,
+its `tpu.load` and `tpu.store` pass them through.
 """
 
 from __future__ import annotations
@@ -33,10 +34,30 @@ def export_tpu_tosa(module: ModuleOp, weights: Mapping[str, np.ndarray] | None =
     if not shown.startswith("TPU"):
         raise ExportError(f"module.state is {shown}: convert-tpu-to-tosa takes a TPU module from lower-top-to-tpu")
     if any(op.name == "tpu.group" for op in main_func(module).body.block.ops):
-        raise ExportError(
-            "the module holds layer groups (tpu.group): export the TPU module lowering wrote, before tpu-layer-group"
-        )
+        module = without_groups(module)
     return export_tosa(module, weights, rules=tpu_rules())
+
+
+def without_groups(module: ModuleOp) -> ModuleOp:
+    """A copy of the module with every tpu.group's ops in @main in its place, its loads and
+    stores gone (they pass tensors through) and its results the values its tpu.yield gives."""
+    module = module.clone()
+    block = main_func(module).body.block
+    for group in [op for op in block.ops if op.name == "tpu.group"]:
+        body = group.regions[0].block
+        for op in list(body.ops):
+            if op.name in ("tpu.load", "tpu.store"):
+                op.results[0].replace_all_uses_with(op.operands[0])
+                body.erase_op(op)
+            elif op.name == "tpu.yield":
+                for result, value in zip(group.results, op.operands, strict=True):
+                    result.replace_all_uses_with(value)
+                body.erase_op(op)
+            else:
+                op.detach()
+                block.insert_op_before(op, group)
+        block.erase_op(group)
+    return module
 
 
 class ConvertTpuToTosa(ModulePass):

@@ -22,7 +22,7 @@ from tpu_xdsl.dialects.quant_types import calibration_of
 from tpu_xdsl.kernels import Kernel, ResultSpec, load_all
 from tpu_xdsl.kernels.dtypes import numpy_dtype
 from tpu_xdsl.kernels.quant import activation_qparams
-from tpu_xdsl.weights import weight_name
+from tpu_xdsl.weights import in_element_type, weight_name
 
 
 class InterpretError(Exception):
@@ -207,10 +207,7 @@ class TopFunctions(_TopKernelFunctions):
             raise InterpretError(
                 f"weight '{name}' has shape {value.shape} in the weight file, IR says {spec.shape}"
             )
-        if value.dtype.kind == "V" and value.dtype.itemsize == spec.dtype.itemsize:
-            # An .npz keeps a bfloat16 array as raw 2-byte records: the same bits.
-            return value.view(spec.dtype)
-        return value.astype(spec.dtype, copy=False)
+        return in_element_type(value, spec.dtype)
 
     @impl(_top_ops["top.none"])
     def run_none(self, interpreter: Interpreter, op: Operation, args: PythonValues):
