@@ -4,8 +4,9 @@
   slice, pad, nearest resize, ...) move or compare codes: their output keeps
   the input's quantization (and its per-channel scales while the op keeps
   the channel axis whole, wherever it moves it: a permute of [N, C, L] to
-  [N, L, C] gives scales along the last axis), whatever the table says of the
-  output (it was calibrated on the same values).
+  [N, L, C] gives scales along the last axis; a slice or split along the
+  channel axis keeps the scales of the channels it keeps), whatever the table
+  says of the output (it was calibrated on the same values).
 - avg_pool and reduce mean/sum: the sum of the window (or axes) in int32,
   times a multiplier holding input scale / (output scale x count), per
   channel with per-channel scales. Averages over windows of different sizes
@@ -25,6 +26,7 @@ from xdsl.ir import Operation, SSAValue
 from tpu_xdsl.kernels import op_kinds
 from tpu_xdsl.kernels.conv_pool import tap_counts
 from tpu_xdsl.kernels.quant import ChannelQParams
+from tpu_xdsl.kernels.tensor import slice_bounds
 from tpu_xdsl.transforms.lowering.context import (
     CHANNEL_RANKS,
     AnyQParams,
@@ -93,6 +95,25 @@ def moved_axis(op: Operation, axis: int | None) -> int | None:
     return found.pop() if len(found) == 1 else None
 
 
+def picked_channels(op: Operation, axis: int | None) -> list[np.ndarray] | None:
+    """For a slice or split along the channel `axis` of its input (and no other change of
+    rank): the input channels each result keeps, in order; None otherwise."""
+    source = shape(op.operands[0])
+    if axis is None or len(source) not in CHANNEL_RANKS or any(len(shape(r)) != len(source) for r in op.results):
+        return None
+    channels = np.arange(source[axis])
+    if op.name == "top.slice":
+        axes = [a % len(source) for a in attr(op, "axes") or range(len(source))]
+        if axis not in axes:
+            return None
+        at = axes.index(axis)
+        steps = attr(op, "steps") or [1] * len(axes)
+        return [channels[slice_bounds(source[axis], attr(op, "starts")[at], attr(op, "ends")[at], steps[at])]]
+    if op.name == "top.split" and attr(op, "axis", 0) % len(source) == axis:
+        return list(np.split(channels, np.cumsum(attr(op, "split"))[:-1]))
+    return None
+
+
 def _int8_input(pattern: Int8Pattern, op: Operation, channels: bool = False) -> tuple[SSAValue, AnyQParams]:
     x = pattern.ctx.as_int8(op.operands[0], op, channels=channels)
     return x, pattern.ctx.qparams(x)
@@ -108,9 +129,14 @@ class DataMovementInt8(Int8Pattern):
             self.ctx.decline(op, f"{attr(op, 'mode')} interpolation mixes values: no INT8 kernel")
             return None
         axis = self.ctx.value_axis(op.operands[0])
-        moved = moved_axis(op, axis)
+        picked = picked_channels(op, axis)
+        moved = axis if picked is not None else moved_axis(op, axis)
         x = self.ctx.as_int8(op.operands[0], op, channels=moved is not None, axis=axis or 1)
         qparams = self.ctx.qparams(x)
+        if isinstance(qparams, ChannelQParams) and picked is not None:
+            types = [self.ctx.result_type(op, ChannelQParams(qparams.scales[kept], qparams.dtype, axis=qparams.axis), i)
+                     for i, kept in enumerate(picked)]
+            return build_tpu(op, [x], [types] if op.name == "top.split" else types, {})
         extra = {}
         if (
             op.name == "top.pad"
