@@ -581,3 +581,54 @@ def test_run_refuses_an_onnx_file_and_a_module_without_its_weights(tmp_path):
         "keep the two together",
     )
     assert not (tmp_path / "y.npz").exists()
+
+
+def test_integer_codes_flow_through_an_int8_deployment(tmp_path):
+    """Byte codes in (int32), a one-hot by Equal and Cast as tf2onnx writes magika's, then a
+    dense layer: deploy --quantize INT8 keeps the integer ops on their integers (nothing to
+    quantize there; it used to stop at the Reshape with "INT8 'top.reshape' reads 'codes' of
+    type i32") and quantizes from the one-hot on; the device runs it like onnxruntime."""
+    import onnxruntime as ort
+
+    rng = np.random.default_rng(5)
+    graph = helper.make_graph(
+        [
+            helper.make_node("Reshape", ["codes", "column"], ["col"]),
+            helper.make_node("Equal", ["col", "classes"], ["hot"]),
+            helper.make_node("Cast", ["hot"], ["onehot"], to=TensorProto.FLOAT),
+            helper.make_node("MatMul", ["onehot", "w"], ["logits"]),
+            helper.make_node("Tanh", ["logits"], ["y"]),
+        ],
+        "codes",
+        [helper.make_tensor_value_info("codes", TensorProto.INT32, [1, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [16, 4])],
+        [numpy_helper.from_array(np.array([16, 1], np.int64), "column"),
+         numpy_helper.from_array(np.arange(8, dtype=np.int32), "classes"),
+         numpy_helper.from_array(rng.normal(0, 1, (8, 4)).astype(np.float32), "w")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    onnx.save(model, tmp_path / "codes.onnx")
+    data = tmp_path / "data"
+    data.mkdir()
+    for i in range(4):
+        np.savez(data / f"s{i}.npz", codes=rng.integers(0, 8, (1, 16)).astype(np.int32))
+    codes = rng.integers(0, 8, (1, 16)).astype(np.int32)
+    np.savez(tmp_path / "x.npz", codes=codes)
+    mlir, reference = tmp_path / "codes.mlir", tmp_path / "codes_top_outputs.npz"
+    assert main(["transform", "--model-def", str(tmp_path / "codes.onnx"), "--model-name", "codes",
+                 "--test-input", str(tmp_path / "x.npz"), "--test-result", str(reference), "-o", str(mlir)]) == 0
+    assert main(["calibrate", str(mlir), "--dataset", str(data), "--input-num", "4",
+                 "-o", str(tmp_path / "table")]) == 0
+    done = tpu_xdsl("deploy", str(mlir), "--quantize", "INT8", "--calibration-table", str(tmp_path / "table"),
+                    "--test-input", str(tmp_path / "x.npz"), "--test-reference", str(reference),
+                    "-o", str(tmp_path / "codes_int8.tpumodel"))
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr
+    assert "top.reshape" not in done.stdout  # no fallback note for the integer ops
+    done = tpu_xdsl("run", str(tmp_path / "codes_int8.tpumodel"), "--input", str(tmp_path / "x.npz"),
+                    "--output", str(tmp_path / "y.npz"))
+    assert done.returncode == 0, done.stderr
+    (expected,) = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+        None, {"codes": codes})
+    with np.load(tmp_path / "y.npz") as y:
+        got = y["y"]
+    assert float(np.dot(got.ravel(), expected.ravel()) / np.linalg.norm(got) / np.linalg.norm(expected)) >= 0.99

@@ -85,6 +85,13 @@ def is_float_tensor(t: Attribute) -> bool:
     return isinstance(t, TensorType) and isinstance(t.element_type, FLOAT_TYPES)
 
 
+def on_integers(op: Operation) -> bool:
+    """Whether `op` reads and writes integer or boolean tensors only (byte codes, indices,
+    masks): nothing of it is quantized, in any mode it computes as it is."""
+    values = [v.type for v in (*op.operands, *op.results) if isinstance(v.type, TensorType)]
+    return bool(values) and not any(is_float_tensor(t) or is_quantized(t) for t in values)
+
+
 AnyQParams = QParams | ChannelQParams
 # Ranks that have a channel axis per-channel activation scales run along: axis 1 of
 # [N, C], [N, C, L], [N, C, H, W], [N, C, D, H, W], or the last of features-last tensors.
@@ -154,8 +161,8 @@ class LoweringContext:
     def float_mode_of(self, op: Operation) -> str:
         """The float mode `op` runs in, recording a fallback when it was asked to run in INT8."""
         mode = self.op_mode(op)
-        if mode in FLOAT_MODES:
-            return mode
+        if mode in FLOAT_MODES or on_integers(op):
+            return mode if mode in FLOAT_MODES else self.fallback_mode
         reason = self._declined.get(op, "no INT8 implementation")
         self.fallbacks.append(Fallback(", ".join(tensor_names(op)) or "unnamed", op.name, self.fallback_mode, reason))
         return self.fallback_mode

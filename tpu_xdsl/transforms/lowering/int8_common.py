@@ -18,7 +18,7 @@ from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 from tpu_xdsl.dialects.attr_values import from_py
 from tpu_xdsl.dialects.quant_types import is_quantized
 from tpu_xdsl.kernels.quant import quantize_multiplier
-from tpu_xdsl.transforms.lowering.context import AnyQParams, LoweringContext
+from tpu_xdsl.transforms.lowering.context import AnyQParams, LoweringContext, on_integers
 from tpu_xdsl.transforms.lowering.float_ops import tpu_class
 from tpu_xdsl.weights import is_weight
 
@@ -40,6 +40,8 @@ class Int8Pattern(RewritePattern):
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
         if op.name.split(".", 1)[1] not in self.kinds or self.ctx.op_mode(op) != "INT8":
             return
+        if on_integers(op):
+            return  # integer data (codes, indices, masks): the float lowering keeps its types
         if op in self.ctx.fused:
             return  # computed by its user's lookup table
         new = self.lower(op)
