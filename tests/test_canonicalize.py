@@ -547,3 +547,39 @@ def test_pipeline_activations():
     model = onnx_model(nodes, [("x", [2, 3, 8])], ["y"], init)
     ops = canonicalized_matches_ort(model, {"x": 4 * randn(2, 3, 8)})
     assert ops == ["top.input", "top.silu", "top.hard_swish", "top.hard_swish"]
+
+
+def test_pipeline_jax_head():
+    """A dense head as tf2onnx writes JAX's: GELU's tanh approximation with the cubic term as
+    x * (x * (0.044715 * x)), then softmax as exp(x - max) / sum, the max clamped by
+    Maximum(-inf, .) and both reductions reshaped and broadcast back (magika's output)."""
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["h"]),
+        helper.make_node("Mul", ["c", "h"], ["ch"]),
+        helper.make_node("Mul", ["h", "ch"], ["ch2"]),
+        helper.make_node("Mul", ["h", "ch2"], ["ch3"]),
+        helper.make_node("Add", ["h", "ch3"], ["inner"]),
+        helper.make_node("Mul", ["k", "inner"], ["scaled"]),
+        helper.make_node("Tanh", ["scaled"], ["th"]),
+        helper.make_node("Add", ["one", "th"], ["a"]),
+        helper.make_node("Mul", ["half", "a"], ["g"]),
+        helper.make_node("Mul", ["h", "g"], ["gelu"]),
+        helper.make_node("ReduceMax", ["gelu"], ["max"], axes=[1], keepdims=0),
+        helper.make_node("Max", ["minus_inf", "max"], ["clamped"]),
+        helper.make_node("Reshape", ["clamped", "rows"], ["max_rows"]),
+        helper.make_node("Expand", ["max_rows", "rows"], ["max_b"]),
+        helper.make_node("Sub", ["gelu", "max_b"], ["shifted"]),
+        helper.make_node("Exp", ["shifted"], ["e"]),
+        helper.make_node("ReduceSum", ["e", "axis"], ["total"], keepdims=0),
+        helper.make_node("Reshape", ["total", "rows"], ["total_rows"]),
+        helper.make_node("Expand", ["total_rows", "rows"], ["total_b"]),
+        helper.make_node("Div", ["e", "total_b"], ["y"]),
+    ]
+    init = {
+        "w": randn(6, 10), "c": np.float32(0.044715), "k": np.float32(0.7978845608), "one": np.float32(1),
+        "half": np.float32(0.5), "minus_inf": np.float32(-np.inf), "rows": np.array([3, 1], np.int64),
+        "axis": np.array([1], np.int64),
+    }
+    model = onnx_model(nodes, [("x", [3, 6])], ["y"], init)
+    ops = canonicalized_matches_ort(model, {"x": 2 * randn(3, 6)})
+    assert [n for n in ops if n not in ("top.weight", "top.none")] == ["top.input", "top.matmul", "top.gelu", "top.softmax"]

@@ -84,6 +84,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return TopFuseSilu
 
+    def top_fuse_softmax():
+        from tpu_xdsl.transforms.top_fuse_softmax import TopFuseSoftmax
+
+        return TopFuseSoftmax
+
     def tpu_assign_memory():
         from tpu_xdsl.transforms.tpu_assign_memory import TpuAssignMemory
 
@@ -110,6 +115,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "top-fuse-layernorm": top_fuse_layernorm,
         "top-fuse-relu": top_fuse_relu,
         "top-fuse-silu": top_fuse_silu,
+        "top-fuse-softmax": top_fuse_softmax,
         "tpu-assign-memory": tpu_assign_memory,
         "tpu-layer-group": tpu_layer_group,
     }

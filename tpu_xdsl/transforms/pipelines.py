@@ -21,6 +21,7 @@ CANONICALIZE = (
     "top-fuse-gelu",
     "top-fuse-hardswish",
     "top-fuse-silu",
+    "top-fuse-softmax",
     "top-fuse-relu",
     "top-dce",
 )

@@ -43,8 +43,9 @@ class FuseGelu(RewritePattern):
     - ((x * (1 + f)) * 0.5), ((x * 0.5) * (1 + f)), (x * ((1 + f) * 0.5)),
 
     with f = erf(x / 1.4142135) or erf(x * 0.70710678) (exact), or
-    f = tanh(0.7978845 * (x + 0.044715 * x^3)) with x^3 = pow(x, 3), x * (x * x)
-    or (x * x) * x (tanh approximation). The gelu takes the last op's tensor name."""
+    f = tanh(0.7978845 * (x + 0.044715 * x^3)) with 0.044715 * x^3 any product of x's and
+    constants (pow(x, 3), x * (x * x), x * (x * (0.044715 * x)) as JAX writes it; tanh
+    approximation). The gelu takes the last op's tensor name."""
 
     module: ModuleOp
 
@@ -112,31 +113,42 @@ class FuseGelu(RewritePattern):
         return split_constant(self.module, op, math.sqrt(0.5), _LOOSE) is x
 
     def is_tanh_argument(self, value: SSAValue, x: SSAValue) -> bool:
-        """value = sqrt(2 / pi) * (x + 0.044715 * x^3)."""
+        """value = sqrt(2 / pi) * (x + 0.044715 * x^3), the cubic term a product of x's and
+        constants in any grouping (pow(x, 3) * c, c * (x * (x * x)), x * (x * (c * x)), ...)."""
         scaled = producer(value, "mul")
         inner = None if scaled is None else split_constant(self.module, scaled, math.sqrt(2 / math.pi), _LOOSE)
         add = None if inner is None else producer(inner, "add")
         if add is None:
             return False
         for lhs, rhs in operand_orders(add):
-            cubic = producer(rhs, "mul")
-            cube = None if cubic is None else split_constant(self.module, cubic, 0.044715, _LOOSE)
-            if lhs is x and cube is not None and self.is_cube_of(cube, x):
+            term = self.monomial(rhs, x)
+            if lhs is x and term is not None and term[1] == 3 and close(term[0], 0.044715, _LOOSE):
                 return True
         return False
 
-    def is_cube_of(self, value: SSAValue, x: SSAValue) -> bool:
-        """value = pow(x, 3), x * (x * x) or (x * x) * x."""
+    def monomial(self, value: SSAValue, x: SSAValue, depth: int = 4) -> tuple[float, int] | None:
+        """(c, k) when value = c * x^k through muls of x, scalar constants and pow(x, k)
+        (at most `depth` deep); None otherwise."""
+        if value is x:
+            return 1.0, 1
+        if depth == 0:
+            return None
         if (power := producer(value, "pow")) is not None:
-            return power.operands[0] is x and close(scalar(self.module, power.operands[1]), 3.0)
+            exponent = scalar(self.module, power.operands[1])
+            if power.operands[0] is x and exponent is not None and exponent in (2.0, 3.0):
+                return 1.0, int(exponent)
+            return None
         product = producer(value, "mul")
         if product is None:
-            return False
-        for lhs, rhs in operand_orders(product):
-            square = producer(rhs, "mul")
-            if lhs is x and square is not None and all(v is x for v in square.operands):
-                return True
-        return False
+            return None
+        coefficient, degree = 1.0, 0
+        for operand in product.operands:
+            constant_factor = scalar(self.module, operand)
+            factor = (constant_factor, 0) if constant_factor is not None else self.monomial(operand, x, depth - 1)
+            if factor is None:
+                return None
+            coefficient, degree = coefficient * factor[0], degree + factor[1]
+        return coefficient, degree
 
 
 class TopFuseGelu(ModulePass):

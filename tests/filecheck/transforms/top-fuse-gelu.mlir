@@ -80,6 +80,39 @@ func.func @tanh(%arg0: tensor<2x8xf32>) -> (tensor<2x8xf32>, tensor<2x8xf32>) {
 // CHECK-NEXT:  %[[Z:.*]] = "top.gelu"(%[[Y]]) {approximate = "tanh", names = ["z"]}
 // CHECK-NEXT:  func.return %[[Y]], %[[Z]]
 
+// The tanh approximation as tf2onnx writes JAX's: the cubic term x * (x * (0.044715 * x)).
+// With x * (0.044715 * x), a square, it is not GELU.
+func.func @tanh_jax(%arg0: tensor<2x8xf32>) -> (tensor<2x8xf32>, tensor<2x8xf32>) {
+  %x = "top.input"(%arg0) {names = ["x"]} : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  %c = "top.weight"() {names = ["c"]} : () -> tensor<f32>
+  %k = "top.weight"() {names = ["k"]} : () -> tensor<f32>
+  %one = "top.weight"() {names = ["one"]} : () -> tensor<f32>
+  %half = "top.weight"() {names = ["half"]} : () -> tensor<f32>
+  %cx = "top.mul"(%c, %x) {names = ["cx"]} : (tensor<f32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %cx2 = "top.mul"(%x, %cx) {names = ["cx2"]} : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %cx3 = "top.mul"(%x, %cx2) {names = ["cx3"]} : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %s = "top.add"(%x, %cx3) {names = ["s"]} : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %ks = "top.mul"(%k, %s) {names = ["ks"]} : (tensor<f32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %th = "top.tanh"(%ks) {names = ["th"]} : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  %a = "top.add"(%one, %th) {names = ["a"]} : (tensor<f32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %h = "top.mul"(%half, %a) {names = ["h"]} : (tensor<f32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %y = "top.mul"(%x, %h) {names = ["y"]} : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %s2 = "top.add"(%x, %cx2) {names = ["s2"]} : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %ks2 = "top.mul"(%k, %s2) {names = ["ks2"]} : (tensor<f32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %th2 = "top.tanh"(%ks2) {names = ["th2"]} : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  %a2 = "top.add"(%one, %th2) {names = ["a2"]} : (tensor<f32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %h2 = "top.mul"(%half, %a2) {names = ["h2"]} : (tensor<f32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %z = "top.mul"(%x, %h2) {names = ["z"]} : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  func.return %y, %z : tensor<2x8xf32>, tensor<2x8xf32>
+}
+
+// CHECK-LABEL: func.func @tanh_jax
+// CHECK:       %[[X:.*]] = "top.input"
+// CHECK:       %[[Y:.*]] = "top.gelu"(%[[X]]) {approximate = "tanh", names = ["y"]}
+// CHECK:       "top.tanh"
+// CHECK:       %[[Z:.*]] = "top.mul"(%[[X]], %{{.*}}) {names = ["z"]}
+// CHECK-NEXT:  func.return %[[Y]], %[[Z]]
+
 // Not GELU: erf(x / 2); the erf of another value; 1 + erf times 0.5 without x.
 func.func @not_gelu(%arg0: tensor<2x8xf32>, %arg1: tensor<2x8xf32>) -> (tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>) {
   %x = "top.input"(%arg0) {names = ["x"]} : (tensor<2x8xf32>) -> tensor<2x8xf32>
