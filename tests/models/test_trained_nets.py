@@ -1,6 +1,7 @@
 """Networks trained in the test run (tests/models/trained.py), exported by torch at
-several opsets, through transform, F16 and INT8 deploy to `.tpumodel` and a device run
-over 64 held-out digits: compared with onnxruntime on the logits and with the labels."""
+several opsets with its TorchScript and dynamo exporters, through transform, F16 and
+INT8 deploy to `.tpumodel` and a device run over 64 held-out digits: compared with
+onnxruntime on the logits and with the labels."""
 
 from __future__ import annotations
 
@@ -12,13 +13,19 @@ from tests.models.trained import BATCH, trained
 from tests.test_cli_transform import tpu_xdsl
 from tpu_xdsl.interp.compare import compare_tensors
 
-# (network, opset): one of each in the default run, the other opsets in the slow one.
+# (network, opset, exporter): one of each network and exporter in the default run, the other
+# opsets in the slow one. The dynamo exporter writes LayerNormalization and Gelu as ops (opset
+# 20), Gemm for linear layers and its own reshape chains.
+SLOW = pytest.mark.slow
 EXPORTS = [
-    ("cnn", 11), ("transformer", 17), ("crnn", 12),
-    pytest.param("cnn", 9, marks=pytest.mark.slow), pytest.param("cnn", 13, marks=pytest.mark.slow),
-    pytest.param("cnn", 17, marks=pytest.mark.slow), pytest.param("transformer", 13, marks=pytest.mark.slow),
-    pytest.param("transformer", 15, marks=pytest.mark.slow), pytest.param("crnn", 15, marks=pytest.mark.slow),
-    pytest.param("crnn", 17, marks=pytest.mark.slow),
+    ("cnn", 11, "torchscript"), ("transformer", 17, "torchscript"), ("crnn", 12, "torchscript"),
+    ("transformer", 20, "dynamo"),
+    pytest.param("cnn", 9, "torchscript", marks=SLOW), pytest.param("cnn", 13, "torchscript", marks=SLOW),
+    pytest.param("cnn", 17, "torchscript", marks=SLOW), pytest.param("transformer", 13, "torchscript", marks=SLOW),
+    pytest.param("transformer", 15, "torchscript", marks=SLOW), pytest.param("crnn", 15, "torchscript", marks=SLOW),
+    pytest.param("crnn", 17, "torchscript", marks=SLOW),
+    pytest.param("cnn", 18, "dynamo", marks=SLOW), pytest.param("crnn", 18, "dynamo", marks=SLOW),
+    pytest.param("transformer", 18, "dynamo", marks=SLOW), pytest.param("crnn", 20, "dynamo", marks=SLOW),
 ]
 
 
@@ -30,11 +37,11 @@ def _run(tpumodel, x_path, out_path) -> np.ndarray:
         return out["logits"]
 
 
-@pytest.mark.parametrize(("net", "opset"), EXPORTS)
-def test_trained_net_on_the_device(net, opset, tmp_path):
+@pytest.mark.parametrize(("net", "opset", "exporter"), EXPORTS)
+def test_trained_net_on_the_device(net, opset, exporter, tmp_path):
     model = trained(net)
     onnx_path = tmp_path / f"{net}_op{opset}.onnx"
-    model.export(onnx_path, opset)
+    model.export(onnx_path, opset, exporter=exporter)
     x, labels = model.test_x[:BATCH], model.test_y[:BATCH]
     np.savez(tmp_path / "x.npz", image=x)
     (expected,) = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"]).run(None, {"image": x})

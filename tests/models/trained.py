@@ -102,9 +102,16 @@ class Trained:
     test_y: np.ndarray  # labels: N, or N x 4 for the CRNN
     train_x: np.ndarray
 
-    def export(self, path, opset: int, batch: int = BATCH) -> None:
-        """torch.onnx.export with the TorchScript exporter (opsets 9-20) at `opset`."""
+    def export(self, path, opset: int, batch: int = BATCH, exporter: str = "torchscript") -> None:
+        """torch.onnx.export at `opset` with the TorchScript exporter (opsets 9-20) or with
+        the dynamo one (torch.export and onnxscript, opsets 18+; torch's default since 2.9)."""
         example = torch.from_numpy(self.test_x[:batch])
+        if exporter == "dynamo":
+            program = torch.onnx.export(self.module, (example,), dynamo=True, opset_version=opset,
+                                        input_names=["image"], output_names=["logits"])
+            assert program is not None
+            program.save(str(path))
+            return
         buffer = io.BytesIO()
         torch.onnx.export(self.module, (example,), buffer, opset_version=opset, dynamo=False,
                           input_names=["image"], output_names=["logits"])
