@@ -33,6 +33,10 @@ class ShippedModel:
     # imported (dynamic quantization): its tensors agree only to quantization noise.
     transform_tolerance: str | None = None
     min_cosine: float = 0.999
+    # INT8 (in `modes`): samples of the kind the model takes, none of them its test input, to
+    # calibrate on; and the final-output cosine INT8 must reach against onnxruntime.
+    calibration: Callable[[], list[dict[str, np.ndarray]]] | None = None
+    int8_min_cosine: float = 0.99
 
     @property
     def path(self) -> Path:
@@ -104,19 +108,30 @@ def _silero(name: str, path: str, sr_input: bool = True, slow: bool = False) -> 
 
 
 def _silero_sequence(name: str, package: str, path: str, slow: bool) -> ShippedModel:
-    def inputs() -> dict[str, np.ndarray]:
-        return {"input": speech_like(4 * 576).reshape(4, 576), **_vad_state("h", "c", batch_state=False)}
+    def inputs(seed: int = 0) -> dict[str, np.ndarray]:
+        return {"input": speech_like(4 * 576, seed).reshape(4, 576), **_vad_state("h", "c", batch_state=False)}
 
-    return ShippedModel(name, package, path, "[[4,576],[1,1,128],[1,1,128]]", inputs, slow=slow)
+    return ShippedModel(name, package, path, "[[4,576],[1,1,128],[1,1,128]]", inputs, slow=slow,
+                        modes=("F16", "INT8"), calibration=lambda: [inputs(seed) for seed in range(10, 18)])
+
+
+def _byte_codes(data: bytes) -> dict[str, np.ndarray]:
+    """magika's input: 2048 bytes of a file, one int per byte, as magika's feature
+    extractor gives them (256 pads)."""
+    codes = np.full(2048, 256, np.int32)
+    codes[: len(data[:2048])] = np.frombuffer(data[:2048], np.uint8)
+    return {"bytes": codes[None]}
 
 
 def _magika_inputs() -> dict[str, np.ndarray]:
-    """magika's input: the first 2048 bytes of a real text file (onnx's own helper.py),
-    one int per byte, as magika's feature extractor gives them (256 pads)."""
-    data = (zoo.package_dir("onnx") / "helper.py").read_bytes()[:2048]
-    codes = np.full(2048, 256, np.int32)
-    codes[: len(data)] = np.frombuffer(data, np.uint8)
-    return {"bytes": codes[None]}
+    """The first 2048 bytes of a real text file: onnx's own helper.py."""
+    return _byte_codes((zoo.package_dir("onnx") / "helper.py").read_bytes())
+
+
+def _magika_calibration() -> list[dict[str, np.ndarray]]:
+    """Eight 2048-byte pieces of other real files: numpy's Python sources."""
+    data = (zoo.package_dir("numpy") / "__init__.py").read_bytes()
+    return [_byte_codes(data[i * 2048 : (i + 1) * 2048]) for i in range(8)]
 
 
 def _ocr_inputs() -> dict[str, np.ndarray]:
@@ -132,7 +147,8 @@ CORPUS = {
         _silero("silero_vad_half", "silero_vad_half.onnx", sr_input=False, slow=True),
         _silero_sequence("silero_vad_16k_sequence", "silero_vad", "data/silero_vad_16k_sequence.onnx", slow=False),
         # tf2onnx from JAX, opset 15: one-hot by Cast(Equal), layer norms written as sums.
-        ShippedModel("magika", "magika", "models/standard_v3_3/model.onnx", "[[1,2048]]", _magika_inputs),
+        ShippedModel("magika", "magika", "models/standard_v3_3/model.onnx", "[[1,2048]]", _magika_inputs,
+                     modes=("F16", "INT8"), calibration=_magika_calibration),
         # PyTorch opset 12 CRNN (conv + LSTM) and its quantize_dynamic twin.
         ShippedModel("ddddocr_ocr", "ddddocr", "common.onnx", "[[1,1,64,256]]", _ocr_inputs, slow=True),
         ShippedModel("ddddocr_ocr_dynamic_quant", "ddddocr", "common_old.onnx", "[[1,1,64,256]]", _ocr_inputs,
