@@ -219,16 +219,23 @@ def float_rounding(mode: str, zo: int) -> tuple[float, str, int]:
 def round_and_saturate(
     p: np.ndarray, scratch: np.ndarray, rounding: str, zo_after: int, low: int, high: int, out: np.ndarray
 ) -> None:
-    """out = clip(rounding(p) + zo_after, low, high), in place on p (float64)."""
-    if rounding == "floor":
-        np.floor(p, out=p)
-    elif rounding == "rint":
+    """out = clip(rounding(p) + zo_after, low, high), in place on p (float64).
+
+    The cast into `out` truncates toward zero, and rounding and clipping to integer bounds
+    commute (both are monotone and keep integers). So where truncation is the rounding,
+    the cast does it and the rounding pass goes: floor of values clipped to low >= 0, and
+    trunc (also after adding copysign(0.5, p)) when no zero point follows."""
+    if rounding == "rint":
         np.rint(p, out=p)
+    elif rounding == "floor":
+        if low < 0:
+            np.floor(p, out=p)
     else:
         if rounding == "away":
             np.copysign(0.5, p, out=scratch)
             p += scratch
-        np.trunc(p, out=p)
+        if zo_after:
+            np.trunc(p, out=p)
     if zo_after:
         p += zo_after
     # Clipping in place and then casting: a clip that casts float64 to int8 as it
