@@ -327,3 +327,29 @@ def test_transform_lists_every_unsupported_op_at_once(tmp_path):
         "tpu-xdsl list-ops",
     )
     _no_outputs(tmp_path)
+
+
+def test_input_shapes_the_model_cannot_take_are_named(tmp_path):
+    """A feature-pyramid step (stride-2 conv, nearest x2 upsample, add to the input) on a
+    dynamic H x W: 8 x 8 works, 5 x 8 does not (the upsampled rows are 6), and the one-line
+    error names the node, both shapes and the --input-shapes that led there."""
+    graph = helper.make_graph(
+        [
+            helper.make_node("Conv", ["x", "w"], ["down"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 2]),
+            helper.make_node("Resize", ["down", "", "scales"], ["up"], mode="nearest"),
+            helper.make_node("Add", ["x", "up"], ["y"]),
+        ],
+        "fpn",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, "h", "w"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.ones((1, 1, 3, 3), np.float32), "w"),
+         numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")],
+    )
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), tmp_path / "f.onnx")
+    good = tpu_xdsl("transform", "--model-def", str(tmp_path / "f.onnx"), "--model-name", "f",
+                    "--input-shapes", "[[1,1,8,8]]", "-o", str(tmp_path / "f.mlir"))
+    assert good.returncode == 0, good.stderr
+    bad = tpu_xdsl("transform", "--model-def", str(tmp_path / "f.onnx"), "--model-name", "f",
+                   "--input-shapes", "[[1,1,5,8]]", "-o", str(tmp_path / "g.mlir"))
+    assert_user_error(bad, "node 'y' (Add", "1x1x5x8", "1x1x6x8", "input shapes [[1,1,5,8]] (--input-shapes)")
+    assert not (tmp_path / "g.mlir").exists()

@@ -367,8 +367,9 @@ class OnnxImporter:
         try:
             rule(ctx)
         except shapes.ShapeError as e:
-            # The TOP op's shape rule refused what the rule emitted: say which ONNX node.
-            raise ctx.error(str(e)) from e
+            # The TOP op's shape rule refused what the rule emitted: say which ONNX node, and
+            # when the sizes came from --input-shapes, that they may be what the model refuses.
+            raise ctx.error(f"{e}{self._shapes_hint()}") from e
         except _RULE_FAULTS as e:
             # A rule's arithmetic failed. If ONNX's own shape inference refuses the node too (a
             # scale of the wrong length, an axis past the rank), the input is at fault: one line
@@ -380,6 +381,14 @@ class OnnxImporter:
         for i, name in enumerate(node.output):
             if name and name not in self.values:
                 raise ImportRuleError(f"{ctx.where}: the import rule did not produce output {i} '{name}'")
+
+    def _shapes_hint(self) -> str:
+        """What to check when a shape rule fails on sizes the user bound (--input-shapes)."""
+        if not self.input_shapes:
+            return ""
+        given = str([list(s) for s in self.input_shapes]).replace(" ", "")
+        return (f"; the model may not take the input shapes {given} (--input-shapes): many need sizes that "
+                "their total stride divides (32 for most detectors)")
 
     def _onnx_refusal(self, ctx: NodeContext) -> str | None:
         """ONNX's verdict on a node given its inputs' types and constant values: the first
