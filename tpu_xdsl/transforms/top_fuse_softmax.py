@@ -3,8 +3,9 @@ TensorFlow, hand-written graphs) becomes `top.softmax`.
 
 The chain, over one axis A of x:
 
-    e = exp(x - m)        m constant along A: a reduce max over A, possibly through a
-                          max with a constant, a reshape to the kept dims, an expand
+    e = exp(x - m)        m constant along A as it broadcasts against x (a reduce max
+                          over A with its dims kept, through a reshape, an expand, a max
+                          with a constant; a scalar)
     y = e / s             s = sum_A(e), possibly through a reshape to the kept dims and
                           an expand
 
@@ -52,20 +53,12 @@ def _reduced_axis(op: Operation | None, kind: str, x: SSAValue) -> int | None:
 
 
 def _constant_along(value: SSAValue, x: SSAValue, axis: int) -> bool:
-    """Whether `value`, subtracted from `x`, is one value along `axis` for each row:
-    broadcast there (size 1 at `axis` in x's rank), or a reduce over `axis` (of anything)
-    seen through reshapes and a max with a constant."""
-    target = shape(x)
+    """Whether `value`, subtracted from `x`, is one value along `axis` for each row: its
+    shape, aligned to x's trailing dims as broadcasting aligns it, has size 1 there (or
+    does not reach it)."""
     found = shape(value)
-    if len(found) == len(target) and found[axis] == 1:
-        return True
-    source = _through_broadcasts(value)
-    clamp = producer(source, "max")
-    if clamp is not None:
-        reduced = [v for v in clamp.operands if producer(v, "reduce") is not None]
-        source = reduced[0] if len(reduced) == 1 else source
-    reduce = producer(source, "reduce")
-    return reduce is not None and _reduced_axis(reduce, attr(reduce, "mode"), reduce.operands[0]) == axis
+    at = axis - (len(shape(x)) - len(found))
+    return at < 0 or found[at] == 1
 
 
 class FuseSoftmax(RewritePattern):

@@ -54,3 +54,20 @@ func.func @not_softmax(%arg0: tensor<3x4xf32>, %arg1: tensor<3x4xf32>) -> (tenso
 // CHECK-LABEL: func.func @not_softmax
 // CHECK-NOT:   top.softmax
 // CHECK:       func.return
+
+// The max over axis 1 without its dims kept broadcasts along axis 0 here (x[i, j] - m[j]):
+// not constant along the rows, so the softmax is of the difference, which stays.
+func.func @shift_along_the_other_axis(%arg0: tensor<3x3xf32>) -> tensor<3x3xf32> {
+  %x = "top.input"(%arg0) {names = ["x"]} : (tensor<3x3xf32>) -> tensor<3x3xf32>
+  %m = "top.reduce"(%x) {mode = "max", axes = [1 : i64], keepdims = false, names = ["m"]} : (tensor<3x3xf32>) -> tensor<3xf32>
+  %d = "top.sub"(%x, %m) {names = ["d"]} : (tensor<3x3xf32>, tensor<3xf32>) -> tensor<3x3xf32>
+  %e = "top.exp"(%d) {names = ["e"]} : (tensor<3x3xf32>) -> tensor<3x3xf32>
+  %s = "top.reduce"(%e) {mode = "sum", axes = [1 : i64], keepdims = true, names = ["s"]} : (tensor<3x3xf32>) -> tensor<3x1xf32>
+  %y = "top.div"(%e, %s) {names = ["y"]} : (tensor<3x3xf32>, tensor<3x1xf32>) -> tensor<3x3xf32>
+  func.return %y : tensor<3x3xf32>
+}
+
+// CHECK-LABEL: func.func @shift_along_the_other_axis
+// CHECK:       %[[D:.*]] = "top.sub"
+// CHECK-NEXT:  %[[Y:.*]] = "top.softmax"(%[[D]]) {axis = 1 : i64, names = ["y"]}
+// CHECK-NEXT:  func.return %[[Y]]
