@@ -133,20 +133,22 @@ class DataMovementInt8(Int8Pattern):
         moved = axis if picked is not None else moved_axis(op, axis)
         x = self.ctx.as_int8(op.operands[0], op, channels=moved is not None, axis=axis or 1)
         qparams = self.ctx.qparams(x)
-        if isinstance(qparams, ChannelQParams) and picked is not None:
-            types = [self.ctx.result_type(op, ChannelQParams(qparams.scales[kept], qparams.dtype, axis=qparams.axis), i)
-                     for i, kept in enumerate(picked)]
-            return build_tpu(op, [x], [types] if op.name == "top.split" else types, {})
         extra = {}
-        if (
-            op.name == "top.pad"
-            and attr(op, "mode", "constant") == "constant"
-            and not isinstance(qparams, ChannelQParams)
-        ):
-            extra["value"] = float(qparams.quantized_value(float(attr(op, "value", 0.0))))
-        if isinstance(qparams, ChannelQParams) and moved is not None:
-            qparams = ChannelQParams(qparams.scales, qparams.dtype, axis=moved)
-        result_types = [self.ctx.result_type(op, qparams, i, like=x) for i in range(len(op.results))]
+        if isinstance(qparams, ChannelQParams) and picked is not None:  # each result its channels' scales
+            result_types = [
+                self.ctx.result_type(op, ChannelQParams(qparams.scales[kept], qparams.dtype, axis=qparams.axis), i)
+                for i, kept in enumerate(picked)
+            ]
+        else:
+            if (
+                op.name == "top.pad"
+                and attr(op, "mode", "constant") == "constant"
+                and not isinstance(qparams, ChannelQParams)
+            ):
+                extra["value"] = float(qparams.quantized_value(float(attr(op, "value", 0.0))))
+            if isinstance(qparams, ChannelQParams) and moved is not None:
+                qparams = ChannelQParams(qparams.scales, qparams.dtype, axis=moved)
+            result_types = [self.ctx.result_type(op, qparams, i, like=x) for i in range(len(op.results))]
         if op.name == "top.split":
             result_types = [result_types]  # type: ignore[list-item]
         return build_tpu(op, [x], result_types, extra)
