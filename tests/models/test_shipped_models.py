@@ -46,7 +46,7 @@ def deploy_and_run(model: ShippedModel, mode: str, folder) -> tuple[dict[str, np
     tpumodel = folder / f"m_{mode.lower()}.tpumodel"
     # BF16 keeps 8 significant bits: a detector's sigmoid scores near 0 differ by a few
     # percent (nudenet: euclidean 0.94), so BF16 takes TPU-MLIR's public 0.99,0.90.
-    tolerance = ["--tolerance", "0.99,0.90"] if mode == "BF16" else []
+    deploy_flags = ["--tolerance", "0.99,0.90"] if mode == "BF16" else []
     if mode == "INT8":
         assert model.calibration is not None, f"{model.name}: INT8 needs calibration samples"
         samples = folder / "calibration"
@@ -58,9 +58,9 @@ def deploy_and_run(model: ShippedModel, mode: str, folder) -> tuple[dict[str, np
         # The final outputs are held to the model's INT8 cosine below; inner tensors may sit
         # lower (magika's layer norms, written over a non-trailing axis with the variance as
         # E[x^2] - E[x]^2, stay unfused: cosine ~0.88), so deploy's own check is loosened.
-        tolerance = ["--calibration-table", str(folder / "table"), "--tolerance", "0.8,-1"]
+        deploy_flags = ["--calibration-table", str(folder / "table"), "--tolerance", "0.8,-1"]
     r = tpu_xdsl("deploy", str(folder / "m.mlir"), "--quantize", mode, "--test-input", str(folder / "x.npz"),
-                 "--test-reference", str(folder / "top.npz"), *tolerance, "-o", str(tpumodel))
+                 "--test-reference", str(folder / "top.npz"), *deploy_flags, "-o", str(tpumodel))
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr
     # The device runs on what the user feeds it: bound constant inputs are no inputs any more.
     np.savez(folder / "device_in.npz", **{k: v for k, v in feeds.items() if k not in bound_inputs(model)})
