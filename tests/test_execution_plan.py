@@ -114,12 +114,15 @@ def _depthwise_case(shape, kernel: int, strides, dilations):
 @pytest.mark.parametrize(
     "shape, kernel, strides, dilations",
     [
-        ((1, 200, 2, 96), 5, (1, 1), (1, 1)),  # few pixels per channel: channels-last rows
-        ((1, 16, 40, 40), 3, (1, 1), (1, 1)),  # many pixels per channel: per channel rows
+        ((1, 200, 2, 30), 3, (1, 1), (1, 1)),  # few pixels per channel: channels-last rows
+        ((1, 16, 70, 30), 3, (1, 1), (1, 1)),  # many pixels per channel: per channel rows
         ((1, 48, 30, 30), 3, (2, 2), (1, 1)),
+        ((1, 24, 9, 20), 3, (1, 1), (2, 1)),  # dilated rows
     ],
 )
 def test_depthwise_conv_sums_taps_in_order_bit_for_bit(shape, kernel, strides, dilations):
+    """Rows too long for a banded tap matrix over columns and too short for one over rows
+    are summed tap by tap, in the definition's order."""
     xp, w, out_hw, got = _depthwise_case(shape, kernel, strides, dilations)
     expected = sequential_depthwise(xp, w, strides, dilations, out_hw)
     assert got.dtype == np.float32
@@ -132,11 +135,16 @@ def test_depthwise_conv_sums_taps_in_order_bit_for_bit(shape, kernel, strides, d
         ((2, 33, 7, 9), 3, (2, 1), (1, 2)),  # narrow rows: one batched GEMM with a banded tap matrix
         ((1, 256, 14, 14), 5, (1, 1), (1, 1)),
         ((1, 64, 7, 7), 3, (2, 2), (1, 1)),
+        ((1, 200, 2, 96), 5, (1, 1), (1, 1)),  # wide rows: banded over rows, all rows in one block
+        ((1, 16, 40, 40), 3, (1, 1), (1, 1)),  # blocks of rows
+        ((2, 24, 13, 70), 3, (2, 2), (2, 1)),  # the last block reads rows past the input's end
+        ((1, 8, 21, 64), 5, (1, 1), (1, 2)),
     ],
 )
-def test_depthwise_conv_on_narrow_rows_is_the_tap_sum_within_float32_rounding(shape, kernel, strides, dilations):
-    """Narrow rows sum their taps in BLAS's order, not tap by tap: each output is within the
-    float32 rounding bound of any summation order, k*k*eps*sum|terms|, of the exact sum."""
+def test_depthwise_conv_on_banded_rows_is_the_tap_sum_within_float32_rounding(shape, kernel, strides, dilations):
+    """Narrow and wide rows sum their taps in BLAS's order, not tap by tap: each output is
+    within the float32 rounding bound of any summation order, k*k*eps*sum|terms|, of the
+    exact sum."""
     xp, w, out_hw, got = _depthwise_case(shape, kernel, strides, dilations)
     exact = sequential_depthwise(xp.astype(np.float64), w.astype(np.float64), strides, dilations, out_hw)
     magnitude = sequential_depthwise(np.abs(xp).astype(np.float64), np.abs(w).astype(np.float64), strides,
@@ -144,3 +152,26 @@ def test_depthwise_conv_on_narrow_rows_is_the_tap_sum_within_float32_rounding(sh
     bound = kernel * kernel * np.finfo(np.float32).eps * magnitude
     assert got.dtype == np.float32
     assert np.all(np.abs(got.astype(np.float64) - exact) <= bound)
+
+
+@pytest.mark.parametrize(
+    "shape, kernel, strides, dilations",
+    [
+        ((1, 200, 2, 96), 5, (1, 1), (1, 1)),
+        ((2, 24, 13, 70), 3, (2, 2), (2, 1)),
+        ((1, 64, 7, 7), 3, (2, 2), (1, 1)),
+        ((1, 48, 30, 30), 3, (2, 2), (1, 1)),
+    ],
+)
+def test_depthwise_conv_of_int8_codes_is_exact(shape, kernel, strides, dilations):
+    """The INT8 kernels' sums of products of 8-bit codes in float32, capped at 1024 terms,
+    are the exact integer sums on every path (a band's zeros add nothing)."""
+    x = RNG.integers(-128, 128, shape).astype(np.float32)
+    w = RNG.integers(-128, 128, (shape[1], 1, kernel, kernel)).astype(np.float32)
+    pads = [kernel // 2] * 4
+    xp = np.pad(x, ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
+    out_hw = [(xp.shape[2 + a] - (kernel - 1) * dilations[a] - 1) // strides[a] + 1 for a in range(2)]
+    got = conv_sum(x, w, shape[1], [kernel, kernel], strides, pads, dilations, (shape[0], shape[1], *out_hw),
+                   max_terms=1024)
+    exact = sequential_depthwise(xp.astype(np.int64), w.astype(np.int64), strides, dilations, out_hw)
+    assert np.array_equal(got, exact)

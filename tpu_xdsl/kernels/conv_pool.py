@@ -46,6 +46,11 @@ _DEPTHWISE_CHUNK = 32768
 _PLANAR_DEPTHWISE_PIXELS = 2048
 # Depthwise convs whose padded rows are at most this many kernel widths run as banded GEMMs.
 _BANDED_DEPTHWISE_WIDTH = 10
+# Depthwise convs with at least this many output columns run as row-banded GEMMs, in
+# blocks of this many output rows (all rows up to twice as many), copies of this many bytes.
+_ROW_BANDED_DEPTHWISE_WIDTH = 32
+_ROW_BANDED_BLOCK = 4
+_ROW_BANDED_BYTES = 4 << 20
 # Above this many taps along a dim, pooling reduces a window view instead of looping.
 _MAX_TAP_LOOP = 16
 
@@ -379,8 +384,11 @@ def _depthwise_2d(
     output pixels, on channels-last rows where it has few (the same sums either way)."""
     oh = out_shape[2]
     (kh, kw), wp = kernel_shape, xp.shape[3]
-    if wp <= _BANDED_DEPTHWISE_WIDTH * kw and dilations[0] == 1 and (max_terms is None or max_terms >= kh * kw):
+    exact = max_terms is None or max_terms >= kh * kw
+    if wp <= _BANDED_DEPTHWISE_WIDTH * kw and dilations[0] == 1 and exact:
         return _depthwise_2d_banded(xp, w, kernel_shape, strides, dilations, out_shape)
+    if exact and out_shape[3] >= _ROW_BANDED_DEPTHWISE_WIDTH:
+        return _depthwise_2d_row_banded(xp, w, kernel_shape, strides, dilations, out_shape)
     pixels = oh * -(-wp // strides[1])
     run = _depthwise_2d_planar if pixels >= _PLANAR_DEPTHWISE_PIXELS else _depthwise_2d_channels_last
     return run(xp, w, kernel_shape, strides, dilations, out_shape, max_terms)
@@ -416,6 +424,65 @@ def _depthwise_2d_banded(
 # Banded tap matrices of `_depthwise_2d_banded`, by the filter's shape and bytes (the
 # interpreters pass the same filter on every run, the device model an equal copy).
 _BANDS: ConstantMemo[np.ndarray] = ConstantMemo(kept=1024)
+
+
+def _depthwise_2d_row_banded(
+    xp: np.ndarray,
+    w: np.ndarray,
+    kernel_shape: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+    out_shape: Sequence[int],
+) -> np.ndarray:
+    """A 2-d depthwise conv on wide rows as batched GEMMs over channels and blocks of R
+    output rows: the block's output [R, OW] is a banded [R, Hb * kw] matrix of the
+    channel's taps (`_row_banded_taps`) times the Hb input rows the block reads, each
+    taken at the kw column offsets of the taps, [Hb * kw, OW] (one strided copy of the
+    input per kernel column). The band costs Hb / kh times the MACs (Hb = (R - 1) * sh
+    + (kh - 1) * dh + 1), where `_depthwise_2d_planar` pays 2 * kh * kw numpy passes over
+    the output. Channels go in chunks whose copies stay near `_ROW_BANDED_BYTES`. Sums of
+    integers stay exact (at most kh * kw nonzero products per output, the bound
+    `max_terms` was checked against)."""
+    n, c, hp = xp.shape[:3]
+    (kh, kw), (sh, sw), (dh, dw) = kernel_shape, strides, dilations
+    oh, ow = out_shape[2:]
+    rows = oh if oh <= 2 * _ROW_BANDED_BLOCK else _ROW_BANDED_BLOCK
+    blocks = -(-oh // rows)
+    height = (rows - 1) * sh + (kh - 1) * dh + 1
+    needed = (blocks - 1) * rows * sh + height
+    x = np.ascontiguousarray(xp) if needed <= hp else pad_spatial(xp, [0, 0, needed - hp, 0])
+    item, width = x.itemsize, x.shape[3]
+    view = np.lib.stride_tricks.as_strided(
+        x, (n, c, blocks, height, kw, ow),
+        (x.strides[0], x.strides[1], rows * sh * width * item, width * item, dw * item, sw * item),
+        writeable=False,
+    )
+    band = _row_banded_taps(w, kh, kw, sh, dh, rows, x.dtype)
+    y = np.empty((n, c, blocks, rows, ow), dtype=x.dtype)
+    per_channel = n * blocks * height * kw * ow * item
+    step = max(1, _ROW_BANDED_BYTES // per_channel)
+    for c0 in range(0, c, step):
+        c1 = min(c, c0 + step)
+        stacked = np.ascontiguousarray(view[:, c0:c1]).reshape(n, c1 - c0, blocks, height * kw, ow)
+        np.matmul(band[c0:c1], stacked, out=y[:, c0:c1])
+    return y.reshape(n, c, blocks * rows, ow)[:, :, :oh]
+
+
+def _row_banded_taps(w: np.ndarray, kh: int, kw: int, sh: int, dh: int, rows: int, dtype: np.dtype) -> np.ndarray:
+    """[C, 1, R, Hb * kw]: entry (r, (r * sh + i * dh) * kw + j) of channel c is w[c, 0, i, j]."""
+
+    def make() -> np.ndarray:
+        c = w.shape[0]
+        height = (rows - 1) * sh + (kh - 1) * dh + 1
+        band = np.zeros((c, rows, height, kw), dtype=dtype)
+        r = np.arange(rows)
+        taps_ = w.reshape(c, kh, kw).astype(dtype)
+        for i in range(kh):
+            band[:, r, r * sh + i * dh, :] = taps_[:, i, None, :]
+        return band.reshape(c, 1, rows, height * kw)
+
+    key = ("rows", w.shape, w.dtype.str, hash(w.tobytes()), kh, kw, sh, dh, rows, np.dtype(dtype).str)
+    return _BANDS.get(None, key, (w,), make)
 
 
 def _banded_taps(
