@@ -617,3 +617,13 @@ def test_cast_to_int_divides_like_quantize_tensor(mode):
     attrs = {"scale": scale, "zero_point": 0, "round_mode": mode}
     (got,) = INT8_KERNELS["cast"]([x], attrs, [ResultSpec(x.shape, np.dtype(np.int8))])
     np.testing.assert_array_equal(got, quantize_tensor(x, scale, 0, np.int8, mode))
+
+
+def test_copysign_half_is_numpys_copysign_bit_for_bit():
+    from tpu_xdsl.kernels.int8_sums import _copysign_half
+
+    p = np.concatenate([[0.0, -0.0, 0.5, -0.5, 5e-324, -5e-324, 1e308, -1e308, np.inf, -np.inf],
+                        np.random.default_rng(3).standard_normal(1000) * 300])
+    got = np.empty_like(p)
+    _copysign_half(p, got)
+    assert np.array_equal(got.view(np.int64), np.copysign(0.5, p).view(np.int64))

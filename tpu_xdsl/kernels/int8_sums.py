@@ -232,7 +232,7 @@ def round_and_saturate(
             np.floor(p, out=p)
     else:
         if rounding == "away":
-            np.copysign(0.5, p, out=scratch)
+            _copysign_half(p, scratch)
             p += scratch
         if zo_after:
             np.trunc(p, out=p)
@@ -242,6 +242,18 @@ def round_and_saturate(
     # writes runs through numpy's buffered casting loop, twice as slow.
     np.clip(p, low, high, out=p)
     np.copyto(out, p, casting="unsafe")
+
+
+_SIGN_BIT = np.int64(-(1 << 63))
+_HALF_BITS = np.float64(0.5).view(np.int64)
+
+
+def _copysign_half(p: np.ndarray, out: np.ndarray) -> None:
+    """out = copysign(0.5, p) for float64 arrays, bit for bit: p's sign bit set on 0.5's
+    bits, two integer passes (numpy's copysign runs about 4x slower than either)."""
+    bits = out.view(np.int64)
+    np.bitwise_and(p.view(np.int64), _SIGN_BIT, out=bits)
+    np.bitwise_or(bits, _HALF_BITS, out=bits)
 
 
 def _int_requant(
