@@ -13,7 +13,7 @@ from xdsl.interpreter import Interpreter
 
 from tpu_xdsl.frontend.onnx_importer import import_onnx
 from tpu_xdsl.interp.runner import ModuleRunner, TensorCapture
-from tpu_xdsl.kernels.conv_pool import conv_sum
+from tpu_xdsl.kernels.conv_pool import _depthwise_2d_channels_last, _depthwise_2d_planar, conv_sum
 from tpu_xdsl.transforms.pipelines import canonicalize
 from tpu_xdsl.weights import attach_weights, weights_of
 
@@ -114,16 +114,18 @@ def _depthwise_case(shape, kernel: int, strides, dilations):
 @pytest.mark.parametrize(
     "shape, kernel, strides, dilations",
     [
-        ((1, 200, 2, 30), 3, (1, 1), (1, 1)),  # few pixels per channel: channels-last rows
-        ((1, 16, 70, 30), 3, (1, 1), (1, 1)),  # many pixels per channel: per channel rows
+        ((1, 200, 2, 30), 3, (1, 1), (1, 1)),
+        ((1, 16, 70, 30), 3, (1, 1), (1, 1)),
         ((1, 48, 30, 30), 3, (2, 2), (1, 1)),
-        ((1, 24, 9, 20), 3, (1, 1), (2, 1)),  # dilated rows
+        ((1, 24, 9, 20), 3, (1, 1), (2, 1)),
     ],
 )
-def test_depthwise_conv_sums_taps_in_order_bit_for_bit(shape, kernel, strides, dilations):
-    """Rows too long for a banded tap matrix over columns and too short for one over rows
-    are summed tap by tap, in the definition's order."""
-    xp, w, out_hw, got = _depthwise_case(shape, kernel, strides, dilations)
+@pytest.mark.parametrize("path", [_depthwise_2d_planar, _depthwise_2d_channels_last])
+def test_depthwise_conv_tap_by_tap_sums_taps_in_order_bit_for_bit(shape, kernel, strides, dilations, path):
+    """Where the INT8 kernels cap a sum below a conv's taps, a depthwise conv adds its
+    taps one by one (per channel rows, or channels-last rows), in the definition's order."""
+    xp, w, out_hw, _ = _depthwise_case(shape, kernel, strides, dilations)
+    got = path(xp, w, [kernel, kernel], strides, dilations, (shape[0], shape[1], *out_hw))
     expected = sequential_depthwise(xp, w, strides, dilations, out_hw)
     assert got.dtype == np.float32
     assert np.array_equal(got, expected)
@@ -139,6 +141,10 @@ def test_depthwise_conv_sums_taps_in_order_bit_for_bit(shape, kernel, strides, d
         ((1, 16, 40, 40), 3, (1, 1), (1, 1)),  # blocks of rows
         ((2, 24, 13, 70), 3, (2, 2), (2, 1)),  # the last block reads rows past the input's end
         ((1, 8, 21, 64), 5, (1, 1), (1, 2)),
+        ((1, 200, 2, 30), 3, (1, 1), (1, 1)),  # few rows of medium width: over rows
+        ((1, 16, 70, 30), 3, (1, 1), (1, 1)),  # many rows of medium width: over columns
+        ((1, 48, 30, 30), 3, (2, 2), (1, 1)),
+        ((1, 24, 9, 20), 3, (1, 1), (2, 1)),  # dilated rows: over rows
     ],
 )
 def test_depthwise_conv_on_banded_rows_is_the_tap_sum_within_float32_rounding(shape, kernel, strides, dilations):
@@ -163,15 +169,17 @@ def test_depthwise_conv_on_banded_rows_is_the_tap_sum_within_float32_rounding(sh
         ((1, 48, 30, 30), 3, (2, 2), (1, 1)),
     ],
 )
-def test_depthwise_conv_of_int8_codes_is_exact(shape, kernel, strides, dilations):
-    """The INT8 kernels' sums of products of 8-bit codes in float32, capped at 1024 terms,
-    are the exact integer sums on every path (a band's zeros add nothing)."""
+@pytest.mark.parametrize("max_terms", [1024, 4])
+def test_depthwise_conv_of_int8_codes_is_exact(shape, kernel, strides, dilations, max_terms):
+    """The INT8 kernels' sums of products of 8-bit codes in float32 are the exact integer
+    sums on every path: banded GEMMs (a band's zeros add nothing) and, with sums capped
+    below the taps, tap by tap in groups added in float64."""
     x = RNG.integers(-128, 128, shape).astype(np.float32)
     w = RNG.integers(-128, 128, (shape[1], 1, kernel, kernel)).astype(np.float32)
     pads = [kernel // 2] * 4
     xp = np.pad(x, ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
     out_hw = [(xp.shape[2 + a] - (kernel - 1) * dilations[a] - 1) // strides[a] + 1 for a in range(2)]
     got = conv_sum(x, w, shape[1], [kernel, kernel], strides, pads, dilations, (shape[0], shape[1], *out_hw),
-                   max_terms=1024)
+                   max_terms=max_terms)
     exact = sequential_depthwise(xp.astype(np.int64), w.astype(np.int64), strides, dilations, out_hw)
     assert np.array_equal(got, exact)

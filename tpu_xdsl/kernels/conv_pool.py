@@ -6,10 +6,12 @@ the padded input holding that tap's input pixel for every output pixel.
 - conv: im2col (one strided copy per tap) and one GEMM per image and group
   in a batched matmul; 1x1 stride-1 convs are a GEMM on the input itself;
   2-d stride-1 convs with more output pixels than output channels one GEMM
-  per tap on shifted slices of the flattened input (`_shifted_gemm`); a
-  depthwise conv multiplies and adds one view per tap (flattened rows of
-  the input's stride phases in 2-d). `conv_sum` can cap how many products
-  one float sum takes (exact INT8 sums in float32, see kernels.int8).
+  per tap on shifted slices of the flattened input (`_shifted_gemm`); a 2-d
+  depthwise conv is a batched GEMM per channel with its taps in a banded
+  matrix (over columns or over rows, `_depthwise_2d`), else (other ranks, or
+  sums capped below the taps) it multiplies and adds one view per tap.
+  `conv_sum` can cap how many products one float sum takes (exact INT8 sums
+  in float32, see kernels.int8).
 - deconv: one GEMM per group to [OCg*K, N*in], then col2im: each tap's
   slab is added into the output at a strided view.
 - max_pool / avg_pool: elementwise max / sum over the taps of one spatial dim
@@ -46,8 +48,9 @@ _DEPTHWISE_CHUNK = 32768
 _PLANAR_DEPTHWISE_PIXELS = 2048
 # Depthwise convs whose padded rows are at most this many kernel widths run as banded GEMMs.
 _BANDED_DEPTHWISE_WIDTH = 10
-# Depthwise convs with at least this many output columns run as row-banded GEMMs, in
-# blocks of this many output rows (all rows up to twice as many), copies of this many bytes.
+# Depthwise convs with at least this many output columns (or few rows) run as row-banded
+# GEMMs, in blocks of this many output rows (all rows up to twice as many), copies of this
+# many bytes.
 _ROW_BANDED_DEPTHWISE_WIDTH = 32
 _ROW_BANDED_BLOCK = 4
 _ROW_BANDED_BYTES = 4 << 20
@@ -380,14 +383,18 @@ def _depthwise_2d(
     out_shape: Sequence[int],
     max_terms: int | None = None,
 ) -> np.ndarray:
-    """A 2-d depthwise conv, on each channel's flattened rows where a channel has many
-    output pixels, on channels-last rows where it has few (the same sums either way)."""
-    oh = out_shape[2]
+    """A 2-d depthwise conv as batched GEMMs with banded tap matrices: over columns for
+    narrow rows and for many rows of few columns, over rows otherwise. Where the INT8
+    kernels cap a float32 sum below the kh * kw products of an output (`max_terms`), tap
+    by tap, on each channel's flattened rows where a channel has many output pixels, on
+    channels-last rows where it has few (the same sums either way)."""
+    oh, ow = out_shape[2:]
     (kh, kw), wp = kernel_shape, xp.shape[3]
-    exact = max_terms is None or max_terms >= kh * kw
-    if wp <= _BANDED_DEPTHWISE_WIDTH * kw and dilations[0] == 1 and exact:
-        return _depthwise_2d_banded(xp, w, kernel_shape, strides, dilations, out_shape)
-    if exact and out_shape[3] >= _ROW_BANDED_DEPTHWISE_WIDTH:
+    if max_terms is None or max_terms >= kh * kw:
+        narrow = wp <= _BANDED_DEPTHWISE_WIDTH * kw
+        wide, few_rows = ow >= _ROW_BANDED_DEPTHWISE_WIDTH, oh <= 2 * _ROW_BANDED_BLOCK
+        if dilations[0] == 1 and (narrow or not (wide or few_rows)):
+            return _depthwise_2d_banded(xp, w, kernel_shape, strides, dilations, out_shape)
         return _depthwise_2d_row_banded(xp, w, kernel_shape, strides, dilations, out_shape)
     pixels = oh * -(-wp // strides[1])
     run = _depthwise_2d_planar if pixels >= _PLANAR_DEPTHWISE_PIXELS else _depthwise_2d_channels_last
