@@ -1,8 +1,8 @@
 """Convolutions mapped so more of the array works (`backend/first_conv.py`,
-`backend/deconv_blocks.py`): a first convolution on 3 channels with its kernel rows folded
-into its input channels ("3ic"), and a deconvolution whose kernel equals its stride as a
-1x1 convolution and a depth2space. The INT8 results equal the TPU interpreter's on the
-module before the rewrite, bit for bit, and the array runs fewer cycles (the cycle
+`backend/deconv_blocks.py`): a first convolution on few channels with its kernel taps (all,
+or the rows) folded into its input channels ("3ic", `tpu.fold_taps`), and a deconvolution
+whose kernel equals its stride as a 1x1 convolution and a depth2space. The INT8 results
+equal the TPU interpreter's on the module before the rewrite, bit for bit, and the array runs fewer cycles (the cycle
 counts below are the formula of docs/device.md, "Timing", worked by hand)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from tests.test_codegen import lower, node, weight
-from tests.test_int8 import model_of
+from tests.test_int8 import lowered, model_of
 from tpu_xdsl.backend.codegen import codegen
 from tpu_xdsl.device.isa import Compute
 from tpu_xdsl.device.runtime import run_model
@@ -54,13 +54,72 @@ def test_a_7x7_stem_on_3_channels_folds_its_kernel_rows_into_channels(tmp_path):
     )
     tpu, feeds = lower(model, "INT8", "bm1684x", tmp_path)
     _, program = _compiled_equal(tpu, feeds)
-    (concat,) = [op for op in tpu.walk() if op.name == "tpu.concat"]
-    assert concat.results[0].type.get_shape() == (1, 21, 56, 112)  # 7 rows x 3 channels, 56 output rows
+    (fold,) = [op for op in tpu.walk() if op.name == "tpu.fold_taps"]
+    assert fold.results[0].type.get_shape() == (1, 21, 56, 112)  # 7 rows x 3 channels, 56 output rows
     convs = [op for op in tpu.walk() if op.name == "tpu.conv"]
     assert [to_py(op.attributes["kernel_shape"]) for op in convs] == [[1, 7]]
     # 16 output channels on one lane row, 21 input channels in one pass of 64, 7 taps instead
     # of 49, ceil(56 * 56 / 4) = 784 groups of output pixels.
     assert _conv_cycles(program) == 7 * 784
+
+
+def _stem_5x5(channels: int, size: int):
+    return model_of(
+        [node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[5, 5], strides=[2, 2], pads=[2, 1, 2, 2]),
+         node("Relu", ["c"], ["y"])],
+        [("x", [1, channels, size, size])], "y", [weight("w", [16, channels, 5, 5], 0.1), weight("b", [16], 0.1)],
+    )
+
+
+def test_a_5x5_stem_on_2_channels_folds_all_its_taps_into_channels(tmp_path):
+    """25 taps x 2 channels = 50 fit the 64 input channels of a pass: the conv becomes 1x1
+    over the padded windows (asymmetric pads: the fold's border fills differ per tap)."""
+    tpu, feeds = lower(_stem_5x5(2, 224), "INT8", "bm1684x", tmp_path)
+    _, program = _compiled_equal(tpu, feeds)
+    (fold,) = [op for op in tpu.walk() if op.name == "tpu.fold_taps"]
+    assert fold.results[0].type.get_shape() == (1, 50, 112, 112)
+    (conv,) = [op for op in tpu.walk() if op.name == "tpu.conv"]
+    assert to_py(conv.attributes["kernel_shape"]) == [1, 1] and to_py(conv.attributes["pads"]) == [0, 0, 0, 0]
+    # one tap over ceil(112 * 112 / 4) = 3136 groups of output pixels, where 25 ran
+    assert _conv_cycles(program) == 3136
+
+
+def test_a_small_stem_is_not_folded_where_the_copies_cost_more_than_the_taps_save(tmp_path):
+    tpu, feeds = lower(_stem_5x5(2, 16), "INT8", "bm1684x", tmp_path)
+    _compiled_equal(tpu, feeds)
+    assert not [op for op in tpu.walk() if op.name == "tpu.fold_taps"]
+
+
+def test_a_folded_stem_exports_to_tosa_and_iree_computes_the_same_codes(tmp_path):
+    from tests.test_tosa_int8 import _text
+    from tpu_xdsl.export import iree
+    from tpu_xdsl.export.convert_tpu_to_tosa import export_tpu_tosa
+
+    _, tpu, feeds, _ = lowered(_stem_5x5(2, 224), tmp_path, samples=4, chip_name="bm1684x", round_mode="half_up")
+    expected = ModuleRunner(tpu, weights_of(tpu)).run(feeds)
+    layer_group(tpu)
+    assert [op for op in tpu.walk() if op.name == "tpu.fold_taps"]
+    weights = dict(weights_of(tpu))
+    got = iree.load_vmfb(iree.compile_tosa(_text(export_tpu_tosa(tpu, weights)))).run(feeds)
+    for name, value in expected.items():
+        np.testing.assert_array_equal(got[name].astype(np.int16) + 128 if value.dtype == np.uint8 else got[name],
+                                      value, err_msg=name)
+
+
+def test_fold_taps_is_the_windows_of_the_padded_input():
+    from tpu_xdsl.kernels import ResultSpec, load_all
+
+    x = np.arange(2 * 3 * 7 * 6, dtype=np.int8).reshape(2, 3, 7, 6)
+    attrs = {"kernel_shape": [3, 2], "strides": [2, 3], "pads": [1, 0, 2, 1]}
+    (got,) = load_all()["fold_taps"]([x], attrs, [ResultSpec((2, 18, 4, 2), np.dtype(np.int8))])
+    padded = np.zeros((2, 3, 10, 7), np.int8)
+    padded[:, :, 1:8, 0:6] = x
+    for i in range(3):
+        for j in range(2):
+            for r in range(4):
+                for q in range(2):
+                    tap = i * 2 + j
+                    assert np.array_equal(got[:, tap * 3:(tap + 1) * 3, r, q], padded[:, :, i + 2 * r, j + 3 * q])
 
 
 @pytest.mark.parametrize("scheme", ["INT8", "INT8_per_tensor"])

@@ -147,6 +147,10 @@ CASES = [
     ("depth2space", [(1, 8, 2, 3)], {"block_size": 2}, [(1, 2, 4, 6)]),
     ("depth2space", [(1, 8, 2, 3)], {"block_size": 2, "mode": "CRD"}, [(1, 2, 4, 6)]),
     ("depth2space", [(1, 2, 4, 6)], {"block_size": 2, "inverse": True}, [(1, 8, 2, 3)]),
+    # 3x3 taps at stride 2 over 8x8 padded to 10x11: 4 x 5 windows, 9 x 3 channels
+    ("fold_taps", [(1, 3, 8, 8)], {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 2]},
+     [(1, 27, 4, 5)]),
+    ("fold_taps", [(2, 1, 7, 5)], {"kernel_shape": [3, 1], "strides": [2, 1]}, [(2, 3, 3, 5)]),
     # indexing
     ("gather", [(5, 4, 3), (2, 6)], {"axis": 1}, [(5, 2, 6, 3)]),
     ("gather", [(5, 4, 3), ()], {}, [(4, 3)]),
@@ -400,6 +404,8 @@ ERRORS = [
     ("grid_sample", [(1, 3, 4, 4), (1, 2, 2, 2)], {"mode": "bilinear"},
      ["attribute 'mode' = \"bilinear\" must be one of"]),
     ("depth2space", [(1, 6, 2, 2)], {"block_size": 2}, ["'block_size' = 2", "6 channels"]),
+    ("fold_taps", [(1, 3, 2, 2)], {"kernel_shape": [5, 5], "strides": [1, 1]},
+     ["attribute 'kernel_shape' = [5, 5] exceeds H and W of operand 'input' 1x3x2x2"]),
     ("depth2space", [(1, 8, 2, 2)], {"block_size": 2, "mode": "XYZ"},
      ["attribute 'mode' = \"XYZ\" must be one of \"DCR\", \"CRD\""]),
     ("gather", [(5, 4), (2,)], {"axis": 2}, ["attribute 'axis' = 2 is out of range"]),

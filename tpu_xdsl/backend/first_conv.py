@@ -1,18 +1,18 @@
 """The "3ic" repacking of an INT8 convolution on few input channels (TPU-MLIR's
-`use_3ic_optimize`): its kernel rows folded into its input channels.
+`use_3ic_optimize`): its kernel taps folded into its input channels.
 
-A stem such as ResNet-50's 7x7 stride-2 convolution on 3 channels keeps 3 of the
-array's 64 input-channel slots busy for 49 taps. Folded, its input becomes
-[N, kh x C, OH, W], channel ky x C + c holding the padded input's rows ky, ky + sh,
-ky + 2 sh, ... of channel c, and the convolution a 1 x kw one over kh x C channels with
-stride (1, sw): kh times fewer taps for the same MACs. The repacked input is a pad
-(the H padding, with the input's zero point), one strided slice per kernel row and a
-concat along channels: ops that only move data, which codegen emits as DMA copies. The
-filter is the same integers reordered to [OC, kh x C, 1, kw]; the int32 sums are the
-same, so the results are the interpreter's bit for bit.
+A stem such as ResNet-50's 7x7 stride-2 convolution, or a MobileNet's 3x3 one, on 3
+channels keeps 3 of the array's 64 input-channel slots busy for every tap. Folded, its
+input becomes `tpu.fold_taps` of the padded input: channel (i x kw + j) x C + c holds tap
+(i, j)'s window of channel c. All kh x kw taps fold when kh x kw x C fit the array's
+input-channel parallelism, and the convolution becomes a 1 x 1 one; else the kernel rows
+fold, and it becomes a 1 x kw one with stride (1, sw) over kh x C channels. The pad and
+the fold only move data: codegen emits the pad as a fill and a copy and the fold as one
+strided DDR copy. The filter is the same integers reordered; the int32 sums are the same,
+so the results are the interpreter's bit for bit.
 
 Only where it pays: the taps saved on the array must outweigh the DMA copies
-(`timing`'s figures), and kh x C must fit the array's input-channel parallelism.
+(`timing`'s figures).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, TensorType
 from xdsl.ir import Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from tpu_xdsl.backend.codegen.dma import fold_plan
 from tpu_xdsl.device.chip import ChipConfig
 from tpu_xdsl.dialects import op_class
 from tpu_xdsl.dialects.attr_values import from_py
@@ -41,7 +42,7 @@ def repack_first_convs(module: ModuleOp, chip: ChipConfig) -> list[str]:
     repacked = []
     for op in list(main_func(module).body.block.ops):
         if op.name == "tpu.conv" and _pays(op, chip, module):
-            repacked.append(_repack(op, module))
+            repacked.append(_repack(op, module, chip))
     return repacked
 
 
@@ -55,32 +56,75 @@ def _shape(value: SSAValue) -> list[int]:
 
 
 def _pays(op: Operation, chip: ChipConfig, module: ModuleOp) -> bool:
+    fold = _fold(op, chip, module)
+    if fold is None:
+        return False
+    fh, fw = fold
+    n, c, _, width = _shape(op.operands[0])
+    oc, _, kh, kw = _shape(op.operands[1])
+    _, _, oh, ow = _shape(op.results[0])
+    rows = math.ceil(oc / chip.npu_num) * math.ceil(n * oh * ow / chip.pixel_parallel["INT8"])
+    saved = rows * (kh * kw - (kh // fh) * (kw // fw))
+    copy_rate = min(chip.ddr_to_lmem_bytes_per_s, chip.lmem_to_ddr_bytes_per_s) / chip.clock_hz
+    folded = (n, fh * fw * c, oh, ow if fw > 1 else width)
+    plan = fold_plan(tuple(_shape(op.operands[0])), folded, _fold_attrs(op, fh, fw))
+    instructions = sum(1 + len(strips) for _, _, strips in plan)  # a copy per tap, fills of its padding
+    cost = math.prod(folded) / copy_rate + instructions * chip.dma_latency + _split_cost(op.operands[0], chip)
+    return saved > 2 * cost
+
+
+def _fold_attrs(op: Operation, fh: int, fw: int) -> dict[str, list[int]]:
+    """The `tpu.fold_taps` attributes of a conv's fold of (fh, fw) taps: with fw = 1 the
+    columns stay the conv's, with their pads."""
+    sh, sw = _ints(op, "strides", [1, 1])
+    top, left, bottom, right = _ints(op, "pads", [0, 0, 0, 0])
+    if fw == 1:
+        return {"kernel_shape": [fh, 1], "strides": [sh, 1], "pads": [top, 0, bottom, 0]}
+    return {"kernel_shape": [fh, fw], "strides": [sh, sw], "pads": [top, left, bottom, right]}
+
+
+def _split_cost(x: SSAValue, chip: ChipConfig) -> float:
+    """Cycles lost when the fold, a DDR copy, comes between the conv and the op computing
+    its input (the model input's cast, say): that op no longer runs in the conv's layer
+    group, its loads no longer overlap the conv's compute and its result goes through DDR."""
+    owner = x.owner
+    if not isinstance(owner, Operation) or not owner.name.startswith("tpu."):
+        return 0.0
+    loaded = sum(_bytes(v) for v in owner.operands if isinstance(v.type, TensorType))
+    load_rate = chip.ddr_to_lmem_bytes_per_s / chip.clock_hz
+    return loaded / load_rate + _bytes(x) / (chip.lmem_to_ddr_bytes_per_s / chip.clock_hz)
+
+
+def _bytes(value: SSAValue) -> int:
+    t = value.type
+    assert isinstance(t, TensorType)
+    bits = getattr(t.element_type, "bitwidth", 32)
+    return math.prod(t.get_shape()) * max(1, bits // 8)
+
+
+def _fold(op: Operation, chip: ChipConfig, module: ModuleOp) -> tuple[int, int] | None:
+    """The taps (rows, columns) that fold into channels: (kh, kw) when they all fit the
+    array's input-channel parallelism, else (kh, 1); None when the conv does not qualify."""
     x, w = op.operands[0], op.operands[1]
     if not isinstance(x.type, TensorType) or len(_shape(x)) != 4 or len(_shape(w)) != 4:
-        return False
+        return None
     owner = w.owner
     if not isinstance(owner, Operation) or owner.name != "top.weight":
-        return False
+        return None
     group = op.attributes.get("group")
     if group is not None and int(group.value.data) != 1:  # type: ignore[attr-defined]
-        return False
+        return None
     if any(d != 1 for d in _ints(op, "dilations", [1, 1])):
-        return False
+        return None
     qparams = qparams_of(x.type, weights_of(module))
     if not isinstance(qparams, QParams) or qparams.zero_point or qparams.dtype not in _INTEGER:
-        return False
-    n, c, h, width = _shape(x)
-    oc, _, kh, kw = _shape(w)
-    _, _, oh, ow = _shape(op.results[0])
-    sh, _ = _ints(op, "strides", [1, 1])
-    top = _ints(op, "pads", [0, 0, 0, 0])[0]
-    if kh < 2 or kh * c > chip.ic_parallel["INT8"] or (oh - 1) * sh + kh - h - top < 0:
-        return False
-    saved = math.ceil(oc / chip.npu_num) * (kh - 1) * kw * math.ceil(n * oh * ow / chip.pixel_parallel["INT8"])
-    copy_rate = min(chip.ddr_to_lmem_bytes_per_s, chip.lmem_to_ddr_bytes_per_s) / chip.clock_hz
-    moved = n * c * ((oh - 1) * sh + kh) * width + 2 * kh * n * c * oh * width
-    cost = moved / copy_rate + (2 * kh + 2) * chip.dma_latency
-    return saved > 2 * cost
+        return None
+    c = _shape(x)[1]
+    _, _, kh, kw = _shape(w)
+    parallel = chip.ic_parallel["INT8"]
+    if kh < 2 or kh * c > parallel:
+        return None
+    return (kh, kw) if kh * kw * c <= parallel else (kh, 1)
 
 
 def _named(kind: str, operands: list, result: TensorType, name: str, **attrs) -> Operation:
@@ -89,43 +133,36 @@ def _named(kind: str, operands: list, result: TensorType, name: str, **attrs) ->
     return op_class(f"tpu.{kind}").build(operands=operands, result_types=[result], attributes=attributes)
 
 
-def _repack(op: Operation, module: ModuleOp) -> str:
+def _repack(op: Operation, module: ModuleOp, chip: ChipConfig) -> str:
     x, w = op.operands[0], op.operands[1]
+    fold = _fold(op, chip, module)
+    assert fold is not None
+    fh, fw = fold
     name = (tensor_names(op) or ["conv"])[0]
-    n, c, h, width = _shape(x)
+    n, c, _, width = _shape(x)
     oc, _, kh, kw = _shape(w)
-    oh = _shape(op.results[0])[2]
-    sh, sw = _ints(op, "strides", [1, 1])
-    top, left, _, right = _ints(op, "pads", [0, 0, 0, 0])
-    rows = (oh - 1) * sh + kh
+    _, _, oh, ow = _shape(op.results[0])
+    sw = _ints(op, "strides", [1, 1])[1]
+    _, left, _, right = _ints(op, "pads", [0, 0, 0, 0])
+    kept, folded_w = ([1, kw], width) if fw == 1 else ([1, 1], ow)
     t = x.type
     assert isinstance(t, TensorType)
-    element, encoding = t.element_type, t.encoding
-    ops: list[Operation] = []
-    pad = _named("pad", [x], TensorType(element, [n, c, rows, width], encoding), f"{name}_3ic_pad",
-                 pads=[0, 0, top, 0, 0, 0, rows - h - top, 0], mode="constant", value=0.0)
-    ops.append(pad)
-    parts = []
-    for ky in range(kh):
-        part = _named("slice", [pad.results[0]], TensorType(element, [n, c, oh, width], encoding),
-                      f"{name}_3ic_row{ky}", starts=[ky], ends=[ky + (oh - 1) * sh + 1], axes=[2], steps=[sh])
-        ops.append(part)
-        parts.append(part.results[0])
-    concat = _named("concat", [parts],  # type: ignore[list-item]  (one variadic operand)
-                    TensorType(element, [n, kh * c, oh, width], encoding), f"{name}_3ic",
-                    axis=1)
-    ops.append(concat)
-    Rewriter.insert_op(ops, InsertPoint.before(op))
+    fold_op = _named("fold_taps", [x], TensorType(t.element_type, [n, fh * fw * c, oh, folded_w], t.encoding),
+                     f"{name}_3ic", **_fold_attrs(op, fh, fw))
+    Rewriter.insert_op(fold_op, InsertPoint.before(op))
     owner = w.owner
     assert isinstance(owner, Operation)
     filters = np.asarray(weights_of(module)[weight_name(owner)])
-    folded = np.ascontiguousarray(filters.transpose(0, 2, 1, 3).reshape(oc, kh * c, 1, kw))
-    new_w = create_weight(module, f"{weight_name(owner)}_3ic", folded, insert_before=op)
+    if fw == 1:  # channel i * C + c, column j
+        reordered = filters.transpose(0, 2, 1, 3).reshape(oc, kh * c, 1, kw)
+    else:  # channel (i * kw + j) * C + c
+        reordered = filters.transpose(0, 2, 3, 1).reshape(oc, kh * kw * c, 1, 1)
+    new_w = create_weight(module, f"{weight_name(owner)}_3ic", np.ascontiguousarray(reordered), insert_before=op)
     attributes = dict(op.attributes)
-    attributes["kernel_shape"] = from_py([1, kw])
-    attributes["strides"] = from_py([1, sw])
-    attributes["pads"] = from_py([0, left, 0, right])
-    operands = [concat.results[0], new_w, *op.operands[2:]]
+    attributes["kernel_shape"] = from_py(kept)
+    attributes["strides"] = from_py([1, sw if fw == 1 else 1])
+    attributes["pads"] = from_py([0, left if fw == 1 else 0, 0, right if fw == 1 else 0])
+    operands = [fold_op.results[0], new_w, *op.operands[2:]]
     conv = op_class("tpu.conv").build(
         operands=operands, result_types=[r.type for r in op.results], attributes=attributes
     )
@@ -133,4 +170,3 @@ def _repack(op: Operation, module: ModuleOp) -> str:
     if not owner.results[0].uses:
         Rewriter.erase_op(owner)
     return name
-

@@ -841,6 +841,17 @@ class GridSampleOp(IRDLOperation):
     ddr : ArrayAttr[IntegerAttr] | None
 
 
+class FoldTapsOp(IRDLOperation):
+    input : Operand
+    output : OpResult
+    kernel_shape : ArrayAttr[IntegerAttr]
+    strides : ArrayAttr[IntegerAttr]
+    pads : ArrayAttr[IntegerAttr] | None
+    ginfo : LgInfoAttr | None
+    names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
+
+
 class Depth2spaceOp(IRDLOperation):
     input : Operand
     output : OpResult

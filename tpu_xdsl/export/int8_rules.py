@@ -71,7 +71,7 @@ TPU_RULES: dict[str, Rule] = {}
 
 # Kinds whose float rule only moves or selects elements: they run on i8 codes as they are.
 _DATA_MOVEMENT = ("reshape", "flatten", "squeeze", "unsqueeze", "expand_dims", "permute", "slice", "split",
-                  "tile", "expand", "depth2space")
+                  "tile", "expand", "depth2space", "fold_taps")
 
 
 def tpu_rule(*kinds: str):

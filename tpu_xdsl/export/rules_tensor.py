@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -71,9 +73,15 @@ def slice_(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any]
             begin[axis] = rows.start
         else:
             stepped[axis] = np.asarray(rows, np.int64)
+    return [strided_box(ctx, x, begin, shape, stepped)]
+
+
+def strided_box(ctx: Context, x: Val, begin: list[int], shape: Sequence[int], stepped: dict[int, np.ndarray]) -> Val:
+    """x's box from `begin` of `shape`, where the axes in `stepped` take those rows instead:
+    a tosa.slice of the unit-step axes, then a gather per stepped axis."""
     if x.const is not None:
         rows = [stepped.get(a, np.arange(b, b + n)) for a, (b, n) in enumerate(zip(begin, shape, strict=True))]
-        return [Val(shape, x.element, const=x.const[np.ix_(*rows)])]
+        return Val(tuple(shape), x.element, const=x.const[np.ix_(*rows)])
     kept = [x.shape[a] if a in stepped else n for a, n in enumerate(shape)]
     y = x
     if tuple(kept) != x.shape:
@@ -85,7 +93,7 @@ def slice_(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any]
         y = ctx.new(out, kept, x.element, last)
     for axis, rows in stepped.items():
         y = take(ctx, y, axis, rows)
-    return [y]
+    return y
 
 
 def take(ctx: Context, x: Val, axis: int, indices: np.ndarray | Val) -> Val:
@@ -238,14 +246,20 @@ def pad(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any]) -
         return [x]
     if not any(begins) and not any(ends):
         return [x]
-    padding = [v for axis in range(rank) for v in (begins[axis], ends[axis])]
-    value = np.full(1, float(attrs.get("value", 0.0)), numpy_dtype(element))
+    return [constant_pad(ctx, x, begins, ends, float(attrs.get("value", 0.0)), shape, element)]
+
+
+def constant_pad(ctx: Context, x: Val, begins: list[int], ends: list[int], value: float, shape: Sequence[int],
+                 element: Any) -> Val:
+    """tosa.pad of x (to `shape`) with `value`."""
+    padding = [v for axis in range(x.rank) for v in (begins[axis], ends[axis])]
+    constant = np.full(1, value, numpy_dtype(element))
     last = x.channels_last
-    order = NHWC if last else tuple(range(rank))
+    order = NHWC if last else tuple(range(x.rank))
     physical_padding = [v for a in order for v in padding[2 * a:2 * a + 2]]
-    out = ctx.b.op("pad", [ctx.b.materialize(x, last), ctx.b.shape(physical_padding), ctx.b.const(value)],
+    out = ctx.b.op("pad", [ctx.b.materialize(x, last), ctx.b.shape(physical_padding), ctx.b.const(constant)],
                    tensor_type([shape[p] for p in order], element))
-    return [ctx.new(out, shape, element, last)]
+    return ctx.new(out, tuple(shape), element, last)
 
 
 @rule("interp", "upsample")
@@ -348,6 +362,28 @@ def expand(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any]
 @rule("where")
 def where(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any]) -> list[Val]:
     return [ctx.elementwise("select", inputs, result_shape(op), result_element(op))]
+
+
+@rule("fold_taps")
+def fold_taps(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any]) -> list[Val]:
+    """Each tap's window (a strided box of the zero-padded input) concatenated along channels."""
+    x = inputs[0]
+    (kh, kw), (sh, sw) = (list(attrs[k]) for k in ("kernel_shape", "strides"))
+    n, c, oh, ow = result_shape(op)
+    top, left, bottom, right = (int(p) for p in attrs.get("pads") or [0, 0, 0, 0])
+    if top or left or bottom or right:
+        padded = (n, x.shape[1], x.shape[2] + top + bottom, x.shape[3] + left + right)
+        x = constant_pad(ctx, x, [0, 0, top, left], [0, 0, bottom, right], 0.0, padded, x.element)
+    windows = []
+    for i, j in itertools.product(range(int(kh)), range(int(kw))):
+        rows, cols = np.arange(oh) * int(sh) + i, np.arange(ow) * int(sw) + j
+        stepped = {a: r for a, r, step in ((2, rows, sh), (3, cols, sw)) if int(step) != 1}
+        windows.append(strided_box(ctx, x, [0, 0, i, j], [n, x.shape[1], oh, ow], stepped))
+    last = any(v.channels_last for v in windows if v.const is None)
+    out = ctx.b.op("concat", [ctx.b.materialize(v, last) for v in windows],
+                   tensor_type([(n, c, oh, ow)[p] for p in NHWC] if last else [n, c, oh, ow], x.element),
+                   axis=int32(NHWC.index(1) if last else 1))
+    return [ctx.new(out, (n, c, oh, ow), x.element, last)]
 
 
 @rule("depth2space")

@@ -36,7 +36,7 @@ RESHAPES = frozenset({"reshape", "flatten", "squeeze", "unsqueeze"})
 # Ops that move or pick elements and compute nothing.
 MOVEMENT = RESHAPES | frozenset({
     "permute", "slice", "split", "concat", "pad", "tile", "expand", "gather", "depth2space",
-    "upsample",
+    "upsample", "fold_taps",
 })  # fmt: skip
 INDEXING = frozenset({"gather", "gather_elements", "scatter_nd", "grid_sample"})
 NORMALIZATION = frozenset({"softmax", "log_softmax", "layer_norm", "group_norm", "instance_norm", "lrn"})

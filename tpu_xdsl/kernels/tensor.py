@@ -339,6 +339,23 @@ def expand(
     return [np.array(np.broadcast_to(inputs[0], results[0].shape))]
 
 
+@kernel("fold_taps")
+def fold_taps(
+    inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultSpec]
+) -> list[np.ndarray]:
+    """The windows of a kernel's taps as channels: output channel (i * kw + j) * C + c at
+    (r, q) is input channel c at (i + r * sh, j + q * sw) of the zero-padded input."""
+    x = inputs[0]
+    (kh, kw), (sh, sw) = attrs["kernel_shape"], attrs["strides"]
+    top, left, bottom, right = attrs.get("pads") or [0, 0, 0, 0]
+    if top or left or bottom or right:
+        x = np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)))
+    oh, ow = results[0].shape[2:]
+    rows, cols = (oh - 1) * sh + 1, (ow - 1) * sw + 1
+    taps = [x[:, :, i : i + rows : sh, j : j + cols : sw] for i in range(kh) for j in range(kw)]
+    return [np.concatenate(taps, axis=1)]
+
+
 @kernel("depth2space")
 def depth2space(
     inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultSpec]

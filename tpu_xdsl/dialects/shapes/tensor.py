@@ -266,6 +266,25 @@ def interp(ins: Operands, attrs: Attrs, outs: Declared) -> list[Shape | None]:
     return [out]
 
 
+@shape_rule("fold_taps", operands=("input",))
+def fold_taps(ins: Operands, attrs: Attrs, outs: Declared) -> list[Shape | None]:
+    """NCHW -> N(kh kw C)(OH)(OW): the windows of kernel_shape taps at strides over the
+    input padded by pads [top, left, bottom, right]."""
+    n, c, h, w = x = _rank("input", ins[0], 4)
+    kernel = _ints(attrs, "kernel_shape", length=2)
+    strides = _ints(attrs, "strides", length=2)
+    top, left, bottom, right = _ints(attrs, "pads", [0, 0, 0, 0], length=4)
+    _positive("kernel_shape", kernel)
+    _positive("strides", strides)
+    _positive("pads", [top, left, bottom, right], least=0)
+    h, w = h + top + bottom, w + left + right
+    if kernel[0] > h or kernel[1] > w:
+        raise ShapeError(
+            f"attribute 'kernel_shape' = {fmt_value(kernel)} exceeds H and W of operand 'input' {fmt(x)} padded"
+        )
+    return [(n, kernel[0] * kernel[1] * c, (h - kernel[0]) // strides[0] + 1, (w - kernel[1]) // strides[1] + 1)]
+
+
 @shape_rule("depth2space", operands=("input",))
 def depth2space(ins: Operands, attrs: Attrs, outs: Declared) -> list[Shape | None]:
     """NCHW -> N(C/b^2)(Hb)(Wb); with inverse (SpaceToDepth) N(Cb^2)(H/b)(W/b)."""
