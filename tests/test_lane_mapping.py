@@ -2,8 +2,9 @@
 `backend/deconv_blocks.py`): a first convolution on few channels with its kernel taps (all,
 or the rows) folded into its input channels ("3ic", `tpu.fold_taps`), and a deconvolution
 whose kernel equals its stride as a 1x1 convolution and a depth2space. The INT8 results
-equal the TPU interpreter's on the module before the rewrite, bit for bit, and the array runs fewer cycles (the cycle
-counts below are the formula of docs/device.md, "Timing", worked by hand)."""
+equal the TPU interpreter's on the module before the rewrite, bit for bit, and the array
+runs fewer cycles (the cycle counts below are the formula of docs/device.md, "Timing",
+worked by hand)."""
 
 from __future__ import annotations
 
