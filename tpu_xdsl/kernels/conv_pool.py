@@ -25,7 +25,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -488,8 +488,7 @@ def _row_banded_taps(w: np.ndarray, kh: int, kw: int, sh: int, dh: int, rows: in
             band[:, r, r * sh + i * dh, :] = taps_[:, i, None, :]
         return band.reshape(c, 1, rows, height * kw)
 
-    key = ("rows", w.shape, w.dtype.str, hash(w.tobytes()), kh, kw, sh, dh, rows, np.dtype(dtype).str)
-    return _BANDS.get(None, key, (w,), make)
+    return _memo_band(w, dtype, ("rows", kh, kw, sh, dh, rows), make)
 
 
 def _banded_taps(
@@ -506,7 +505,13 @@ def _banded_taps(
             band[:, :, columns * sw + j * dw, columns] = taps_[:, :, j, None]
         return band.reshape(c, kh * wp, ow)
 
-    key = (w.shape, w.dtype.str, hash(w.tobytes()), kh, kw, wp, ow, sw, dw, np.dtype(dtype).str)
+    return _memo_band(w, dtype, ("columns", kh, kw, wp, ow, sw, dw), make)
+
+
+def _memo_band(w: np.ndarray, dtype: np.dtype, layout: tuple[Any, ...], make: Callable[[], np.ndarray]) -> np.ndarray:
+    """`make()`'s band matrix of filter `w`, made once per filter (shape and bytes), layout
+    and dtype."""
+    key = (layout, w.shape, w.dtype.str, hash(w.tobytes()), np.dtype(dtype).str)
     return _BANDS.get(None, key, (w,), make)
 
 
