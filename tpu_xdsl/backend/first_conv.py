@@ -30,6 +30,7 @@ from tpu_xdsl.dialects import op_class
 from tpu_xdsl.dialects.attr_values import from_py
 from tpu_xdsl.dialects.module import main_func, tensor_names
 from tpu_xdsl.dialects.quant_types import qparams_of
+from tpu_xdsl.kernels.dtypes import numpy_dtype
 from tpu_xdsl.kernels.quant import QParams
 from tpu_xdsl.weights import create_weight, weight_name, weights_of
 
@@ -41,8 +42,9 @@ def repack_first_convs(module: ModuleOp, chip: ChipConfig) -> list[str]:
     channels; the names of the convolutions repacked."""
     repacked = []
     for op in list(main_func(module).body.block.ops):
-        if op.name == "tpu.conv" and _pays(op, chip, module):
-            repacked.append(_repack(op, module, chip))
+        fold = _paying_fold(op, chip, module) if op.name == "tpu.conv" else None
+        if fold is not None:
+            repacked.append(_repack(op, module, fold))
     return repacked
 
 
@@ -55,10 +57,11 @@ def _shape(value: SSAValue) -> list[int]:
     return list(value.type.get_shape())  # type: ignore[attr-defined]
 
 
-def _pays(op: Operation, chip: ChipConfig, module: ModuleOp) -> bool:
+def _paying_fold(op: Operation, chip: ChipConfig, module: ModuleOp) -> tuple[int, int] | None:
+    """The conv's fold (`_fold`) where it pays, else None."""
     fold = _fold(op, chip, module)
     if fold is None:
-        return False
+        return None
     fh, fw = fold
     n, c, _, width = _shape(op.operands[0])
     oc, _, kh, kw = _shape(op.operands[1])
@@ -68,9 +71,9 @@ def _pays(op: Operation, chip: ChipConfig, module: ModuleOp) -> bool:
     copy_rate = min(chip.ddr_to_lmem_bytes_per_s, chip.lmem_to_ddr_bytes_per_s) / chip.clock_hz
     folded = (n, fh * fw * c, oh, ow if fw > 1 else width)
     plan = fold_plan(tuple(_shape(op.operands[0])), folded, _fold_attrs(op, fh, fw))
-    instructions = sum(1 + len(strips) for _, _, strips in plan)  # a copy per tap, fills of its padding
+    instructions = sum(1 + len(strips) for *_, strips in plan)  # a copy per tap, fills of its padding
     cost = math.prod(folded) / copy_rate + instructions * chip.dma_latency + _split_cost(op.operands[0], chip)
-    return saved > 2 * cost
+    return fold if saved > 2 * cost else None
 
 
 def _fold_attrs(op: Operation, fh: int, fw: int) -> dict[str, list[int]]:
@@ -98,8 +101,7 @@ def _split_cost(x: SSAValue, chip: ChipConfig) -> float:
 def _bytes(value: SSAValue) -> int:
     t = value.type
     assert isinstance(t, TensorType)
-    bits = getattr(t.element_type, "bitwidth", 32)
-    return math.prod(t.get_shape()) * max(1, bits // 8)
+    return numpy_dtype(t.element_type).itemsize * math.prod(t.get_shape())
 
 
 def _fold(op: Operation, chip: ChipConfig, module: ModuleOp) -> tuple[int, int] | None:
@@ -133,10 +135,8 @@ def _named(kind: str, operands: list, result: TensorType, name: str, **attrs) ->
     return op_class(f"tpu.{kind}").build(operands=operands, result_types=[result], attributes=attributes)
 
 
-def _repack(op: Operation, module: ModuleOp, chip: ChipConfig) -> str:
+def _repack(op: Operation, module: ModuleOp, fold: tuple[int, int]) -> str:
     x, w = op.operands[0], op.operands[1]
-    fold = _fold(op, chip, module)
-    assert fold is not None
     fh, fw = fold
     name = (tensor_names(op) or ["conv"])[0]
     n, c, _, width = _shape(x)

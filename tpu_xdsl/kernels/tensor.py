@@ -345,15 +345,11 @@ def fold_taps(
 ) -> list[np.ndarray]:
     """The windows of a kernel's taps as channels: output channel (i * kw + j) * C + c at
     (r, q) is input channel c at (i + r * sh, j + q * sw) of the zero-padded input."""
-    x = inputs[0]
-    (kh, kw), (sh, sw) = attrs["kernel_shape"], attrs["strides"]
-    top, left, bottom, right = attrs.get("pads") or [0, 0, 0, 0]
-    if top or left or bottom or right:
-        x = np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)))
-    oh, ow = results[0].shape[2:]
-    rows, cols = (oh - 1) * sh + 1, (ow - 1) * sw + 1
-    taps = [x[:, :, i : i + rows : sh, j : j + cols : sw] for i in range(kh) for j in range(kw)]
-    return [np.concatenate(taps, axis=1)]
+    from tpu_xdsl.kernels.conv_pool import pad_spatial, taps
+
+    x = pad_spatial(inputs[0], attrs.get("pads") or [0, 0, 0, 0])
+    windows = taps(attrs["kernel_shape"], attrs["strides"], [1, 1], results[0].shape[2:])
+    return [np.concatenate([x[(slice(None), slice(None), *window)] for window in windows], axis=1)]
 
 
 @kernel("depth2space")

@@ -168,19 +168,17 @@ def _fold_taps(state: CodegenState, op: Operation, attrs: dict[str, Any], layer:
     source, target = state.places[op.operands[0]], state.places[op.results[0]]
     n, c = source.shape[:2]
     sh, sw = (int(s) for s in attrs["strides"])
-    top, left = (int(p) for p in (attrs.get("pads") or [0, 0, 0, 0])[:2])
     src_strides = source.view().strides
+    strides = (src_strides[0], src_strides[1], src_strides[2] * sh, src_strides[3] * sw)
     last = -1
-    for tap, (r0, q0, rows, cols), strips in fold_plan(source.shape, target.shape, attrs):
+    for tap, (r0, q0, rows, cols), (row, col), strips in fold_plan(source.shape, target.shape, attrs):
         box = target.view().box((0, tap * c, 0, 0), (n, c, *target.shape[2:]))
         for at_r, at_q, fill_rows, fill_cols in strips:
             last = state.program.emit(DmaFill, box.box((0, 0, at_r, at_q), (n, c, fill_rows, fill_cols)), 0.0,
                                       layer=layer)
         if rows and cols:
-            i, j = divmod(tap, int(attrs["kernel_shape"][1]))
-            start = source.view().box((0, 0, i - top + r0 * sh, j - left + q0 * sw), (n, c, rows, cols))
-            src = DdrView(start.addr, start.dtype, start.shape,
-                          (src_strides[0], src_strides[1], src_strides[2] * sh, src_strides[3] * sw))
+            start = source.view().box((0, 0, row, col), (n, c, rows, cols))
+            src = DdrView(start.addr, start.dtype, start.shape, strides)
             last = _copy(state, src, box.box((0, 0, r0, q0), (n, c, rows, cols)), layer)
     state.written_by[op.results[0]] = last
     return True
@@ -191,9 +189,10 @@ Box4 = tuple[int, int, int, int]  # first row, first column, rows, columns
 
 def fold_plan(
     in_shape: tuple[int, ...], out_shape: tuple[int, ...], attrs: dict[str, Any]
-) -> list[tuple[int, Box4, list[Box4]]]:
+) -> list[tuple[int, Box4, tuple[int, int], list[Box4]]]:
     """A `fold_taps` op's DMA work per tap: (tap, the box of its output rows and columns read
-    from inside the input, the strips around it that the padding fills)."""
+    from inside the input, the input row and column that box starts at, the strips around
+    it that the padding fills)."""
     h, w = in_shape[2:]
     oh, ow = out_shape[2:]
     kh, kw = (int(k) for k in attrs["kernel_shape"])
@@ -205,7 +204,8 @@ def fold_plan(
         for j in range(kw):
             q0, q1 = _inside(j - left, sw, w, ow)
             strips = [(0, 0, r0, ow), (r1, 0, oh - r1, ow), (r0, 0, r1 - r0, q0), (r0, q1, r1 - r0, ow - q1)]
-            plan.append((i * kw + j, (r0, q0, r1 - r0, q1 - q0), [s for s in strips if s[2] > 0 and s[3] > 0]))
+            plan.append((i * kw + j, (r0, q0, r1 - r0, q1 - q0), (i - top + r0 * sh, j - left + q0 * sw),
+                         [s for s in strips if s[2] > 0 and s[3] > 0]))
     return plan
 
 
