@@ -138,13 +138,14 @@ def test_device_equals_interpreter_with_f32_bias_and_scalars(net):
 
 
 def affine_net() -> onnx.ModelProto:
-    """Conv -> x * s + t -> HardSwish -> x * s2 + t2 with one-element s, t (the learnable
-    affine blocks of PP-LCNetV3, ppocr's backbone) -> GlobalAveragePool."""
+    """Conv -> ReLU -> x * s + t -> HardSwish -> x * s2 + t2 with one-element s, t (the
+    learnable affine blocks of PP-LCNetV3, ppocr's backbone) -> GlobalAveragePool. (Right
+    after the conv, x * s + t would fold into it: top-fold-affine; the ReLU keeps it an op.)"""
     rng = np.random.default_rng(4)
     w = bf16_exact(rng.normal(0, 0.25, (16, 16, 1, 1)).astype(np.float32))
     scalars = {"s": 1.0173, "t": -0.2318, "s2": 0.9387, "t2": 0.0791}  # none exact in bf16
     nodes = [
-        helper.make_node("Conv", ["x", "w"], ["c"]),
+        helper.make_node("Conv", ["x", "w"], ["conv"]), helper.make_node("Relu", ["conv"], ["c"]),
         helper.make_node("Mul", ["c", "s"], ["m"]), helper.make_node("Add", ["m", "t"], ["a"]),
         helper.make_node("HardSwish", ["a"], ["h"]),
         helper.make_node("Mul", ["s2", "h"], ["m2"]), helper.make_node("Sub", ["m2", "t2"], ["a2"]),

