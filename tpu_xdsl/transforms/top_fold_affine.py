@@ -37,7 +37,7 @@ from xdsl.pattern_rewriter import (
 from tpu_xdsl.dialects.module import is_none, tensor_name
 from tpu_xdsl.dialects.quant_types import calibration_of
 from tpu_xdsl.transforms.matching import attr, constant, has_fused_relu, producer, replace_with, shape
-from tpu_xdsl.transforms.top_fold_batchnorm import folded_bias, folded_filter
+from tpu_xdsl.transforms.top_fold_batchnorm import fold_into
 from tpu_xdsl.weights import create_weight
 
 _LINEAR = ("conv", "deconv", "matmul")
@@ -114,11 +114,6 @@ def _uncalibrated(*values: SSAValue) -> bool:
     return all(calibration_of(v.type) is None for v in values)
 
 
-def _rebuilt(op: Operation, operands: list[SSAValue], result: SSAValue, attributes: dict) -> Operation:
-    assert isinstance(op, IRDLOperation), "TOP ops are IRDL operations"
-    return type(op).build(operands=operands, result_types=[result.type], attributes=attributes)
-
-
 @dataclass
 class FoldIntoProducer(RewritePattern):
     """affine(conv(x)) -> conv(x) with the affine step in its filter and bias (likewise a
@@ -140,18 +135,7 @@ class FoldIntoProducer(RewritePattern):
         w = constant(self.module, fused.operands[1])
         if s is None or t is None or not _float(w) or (fused.name == "top.matmul" and len(x_shape) < 2):
             return
-        new_w = folded_filter(fused, w, s)
-        new_b = folded_bias(self.module, fused.operands[2], s, t)
-        if new_w is None or new_b is None:
-            return
-        base = tensor_name(op)
-        weight = create_weight(self.module, f"{base}_filter", new_w.astype(np.float32), fused)
-        bias = create_weight(self.module, f"{base}_bias", new_b.astype(np.float32), fused)
-        attributes = dict(fused.attributes)
-        for key in ("names", "do_relu", "relu_limit"):
-            if key in op.attributes:
-                attributes[key] = op.attributes[key]
-        replace_with(rewriter, op, _rebuilt(fused, [fused.operands[0], weight, bias], op.results[0], attributes))
+        fold_into(self.module, rewriter, op, fused, w, s, t)
 
 
 @dataclass
@@ -196,8 +180,11 @@ class FoldIntoConsumer(RewritePattern):
         base = tensor_name(user)
         weight = create_weight(self.module, f"{base}_filter", (w * a[0]).astype(np.float32), user)
         new_bias = create_weight(self.module, f"{base}_bias", new_b.astype(np.float32), user)
-        operands = [affine.x, weight, new_bias]
-        replace_with(rewriter, user, _rebuilt(user, operands, user.results[0], dict(user.attributes)))
+        assert isinstance(user, IRDLOperation), "TOP ops are IRDL operations"
+        new_op = type(user).build(
+            operands=[affine.x, weight, new_bias], result_types=[user.results[0].type], attributes=dict(user.attributes)
+        )
+        replace_with(rewriter, user, new_op)
 
 
 def _input_sums(op: Operation, w: np.ndarray, b: np.ndarray) -> np.ndarray | None:

@@ -76,6 +76,29 @@ def folded_filter(op: Operation, w: np.ndarray, s: np.ndarray) -> np.ndarray | N
     return w * (s[:, None] if attr(op, "right_transpose", False) else s[None, :])
 
 
+def fold_into(module: ModuleOp, rewriter: PatternRewriter, op: Operation, fused: Operation, w: np.ndarray,
+              s: np.ndarray, t: np.ndarray) -> None:
+    """Replace `op`, y = fused(x) * s + t per output channel, by `fused` with filter `w`
+    scaled and its bias b * s + t (new weights named after `op`); the new op takes op's tensor
+    name and fused ReLU. Nothing changes when the filter or the bias cannot take the fold."""
+    new_w = folded_filter(fused, w, s)
+    new_b = folded_bias(module, fused.operands[2], s, t)
+    if new_w is None or new_b is None:
+        return
+    base = tensor_name(op)
+    weight = create_weight(module, f"{base}_filter", new_w.astype(np.float32), fused)
+    bias = create_weight(module, f"{base}_bias", new_b.astype(np.float32), fused)
+    attributes = dict(fused.attributes)
+    for key in ("names", "do_relu", "relu_limit"):
+        if key in op.attributes:
+            attributes[key] = op.attributes[key]
+    assert isinstance(fused, IRDLOperation), "TOP ops are IRDL operations"
+    new_op = type(fused).build(
+        operands=[fused.operands[0], weight, bias], result_types=[op.results[0].type], attributes=attributes
+    )
+    replace_with(rewriter, op, new_op)
+
+
 @dataclass
 class FoldBatchNorm(RewritePattern):
     """batch_norm(conv(x, w, b)) -> conv(x, w * s, b * s + t), likewise for deconv
@@ -100,24 +123,7 @@ class FoldBatchNorm(RewritePattern):
         w = constant(self.module, fused.operands[1])
         if st is None or w is None:
             return
-        s, t = st
-        new_w = folded_filter(fused, w, s)
-        new_b = folded_bias(self.module, fused.operands[2], s, t)
-        if new_w is None or new_b is None:
-            return
-        base = tensor_name(op)
-        weight = create_weight(self.module, f"{base}_filter", new_w.astype(np.float32), fused)
-        bias = create_weight(self.module, f"{base}_bias", new_b.astype(np.float32), fused)
-        attributes = dict(fused.attributes)
-        if (names := names_of(op)) is not None:
-            attributes["names"] = names
-        assert isinstance(fused, IRDLOperation), "TOP ops are IRDL operations"
-        new_op = type(fused).build(
-            operands=[fused.operands[0], weight, bias],
-            result_types=[op.results[0].type],
-            attributes=attributes,
-        )
-        replace_with(rewriter, op, new_op)
+        fold_into(self.module, rewriter, op, fused, w, *st)
 
 
 @dataclass
