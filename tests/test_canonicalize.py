@@ -631,6 +631,20 @@ def test_pipeline_affine_steps_as_exporters_write_them():
                             "top.matmul"], (opset, computed)
 
 
+def test_pipeline_paddle_swish_with_beta_one():
+    """Paddle2ONNX writes swish as x * sigmoid(beta * x) with beta = 1 (PP-OCRv4's recognizer):
+    the 1 * x goes (top-constant-fold) and the rest becomes top.silu."""
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["h"]),
+        helper.make_node("Mul", ["h", "beta"], ["bh"]),
+        helper.make_node("Sigmoid", ["bh"], ["s"]),
+        helper.make_node("Mul", ["h", "s"], ["y"]),
+    ]
+    model = onnx_model(nodes, [("x", [1, 5, 8])], ["y"], {"w": randn(8, 6), "beta": np.float32([1.0])})
+    ops = canonicalized_matches_ort(model, {"x": 2 * randn(1, 5, 8)})
+    assert [n for n in ops if n not in ("top.weight", "top.none")] == ["top.input", "top.matmul", "top.silu"]
+
+
 def test_pipeline_activations():
     """SiLU as x * Sigmoid(x), hard-swish as x * HardSigmoid(x) and x * Clip(x + 3, 0, 6) / 6."""
     nodes = [

@@ -26,3 +26,31 @@ func.func @fold(%arg0: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<6xf32>, tens
 // CHECK-NEXT:  %[[MM:.*]] = "top.weight"() {names = ["mm"]} : () -> tensor<2x4xf32>
 // CHECK-NEXT:  %[[F:.*]] = "top.weight"() {names = ["f"]} : () -> tensor<2xf32>
 // CHECK-NEXT:  func.return %[[Y]], %[[R]], %[[MM]], %[[F]]
+
+// x * 1, 1 * x and x + 0 are x (Paddle's swish: x * sigmoid(1 * x)); x - 0 whose result
+// @main returns keeps its name, so it stays; x * ones of a larger shape broadcasts x, so
+// it stays too.
+func.func @identities(%arg0: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x2x3xf32>) {
+  %x = "top.input"(%arg0) {names = ["x"]} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %one = "top.weight"() {names = ["one"]} : () -> tensor<1xf32>
+  %zero = "top.weight"() {names = ["zero"]} : () -> tensor<1x3xf32>
+  %ones = "top.weight"() {names = ["ones"]} : () -> tensor<2x2x3xf32>
+  %bx = "top.mul"(%x, %one) {names = ["bx"]} : (tensor<2x3xf32>, tensor<1xf32>) -> tensor<2x3xf32>
+  %s = "top.sigmoid"(%bx) {names = ["s"]} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %s1 = "top.mul"(%one, %s) {names = ["s1"]} : (tensor<1xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  %s0 = "top.add"(%s1, %zero) {names = ["s0"]} : (tensor<2x3xf32>, tensor<1x3xf32>) -> tensor<2x3xf32>
+  %y = "top.mul"(%x, %s0) {names = ["y"]} : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  %kept = "top.sub"(%x, %zero) {names = ["kept"]} : (tensor<2x3xf32>, tensor<1x3xf32>) -> tensor<2x3xf32>
+  %wide = "top.mul"(%x, %ones) {names = ["wide"]} : (tensor<2x3xf32>, tensor<2x2x3xf32>) -> tensor<2x2x3xf32>
+  func.return %y, %kept, %wide : tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x2x3xf32>
+}
+
+// CHECK-LABEL: func.func @identities
+// CHECK-NEXT:  %[[X:.*]] = "top.input"
+// CHECK-NEXT:  %[[ZERO:.*]] = "top.weight"() {names = ["zero"]}
+// CHECK-NEXT:  %[[ONES:.*]] = "top.weight"() {names = ["ones"]}
+// CHECK-NEXT:  %[[S:.*]] = "top.sigmoid"(%[[X]]) {names = ["s"]}
+// CHECK-NEXT:  %[[Y:.*]] = "top.mul"(%[[X]], %[[S]]) {names = ["y"]}
+// CHECK-NEXT:  %[[KEPT:.*]] = "top.sub"(%[[X]], %[[ZERO]]) {names = ["kept"]}
+// CHECK-NEXT:  %[[WIDE:.*]] = "top.mul"(%[[X]], %[[ONES]]) {names = ["wide"]}
+// CHECK-NEXT:  func.return %[[Y]], %[[KEPT]], %[[WIDE]]

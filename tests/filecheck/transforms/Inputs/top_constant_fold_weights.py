@@ -11,4 +11,7 @@ np.savez(
     b=rng.standard_normal(3).astype(np.float32),
     w=rng.standard_normal((3, 4)).astype(np.float32),
     idx=np.array([2, 0], np.int64),
+    one=np.array([1.0], np.float32),
+    zero=np.zeros((1, 3), np.float32),
+    ones=np.ones((2, 2, 3), np.float32),
 )
