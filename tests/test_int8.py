@@ -365,6 +365,44 @@ def test_quantize_table_runs_one_op_in_f16(tmp_path):
     end_to_end(top, tpu, feeds, min_cosine=0.999)
 
 
+def test_data_movement_between_float_ops_of_the_table_stays_float(tmp_path):
+    """A detector head: boxes (0..300) and scores (0..1) from two convs the quantize table puts
+    in F16, reshaped and concatenated. The reshapes and the concat are exact on INT8 codes,
+    so the table never names them; in INT8 they would round both parts to one scale and the
+    scores to a few codes. They move the F16 values instead (no cast to INT8 in between),
+    and the output is what the all-F16 ops give."""
+    model = model_of(
+        [
+            helper.make_node("Conv", ["x", "wb"], ["b"], kernel_shape=[1, 1]),
+            helper.make_node("Mul", ["b", "k"], ["boxes"]),
+            helper.make_node("Conv", ["x", "ws"], ["s"], kernel_shape=[1, 1]),
+            helper.make_node("Sigmoid", ["s"], ["scores"]),
+            helper.make_node("Reshape", ["boxes", "flat_b"], ["rb"]),
+            helper.make_node("Reshape", ["scores", "flat_s"], ["rs"]),
+            helper.make_node("Concat", ["rb", "rs"], ["y"], axis=1),
+        ],
+        [("x", [1, 4, 5, 5])],
+        "y",
+        [init("wb", RNG.standard_normal((4, 4, 1, 1))), init("k", [300.0]),
+         init("ws", RNG.standard_normal((3, 4, 1, 1))),
+         helper.make_tensor("flat_b", onnx.TensorProto.INT64, [3], [1, 4, 25]),
+         helper.make_tensor("flat_s", onnx.TensorProto.INT64, [3], [1, 3, 25])],
+    )
+    table = tmp_path / "qtable"
+    table.write_text("boxes F16\nscores F16\n")
+    top, tpu, feeds, _ = lowered(model, tmp_path, qtable=str(table), per_tensor_activations=True)
+    moved = {op.name: op for op in tpu.walk() if op.name in ("tpu.reshape", "tpu.concat")}
+    assert set(moved) == {"tpu.reshape", "tpu.concat"}
+    assert all("f16" in str(op.results[0].type) for op in moved.values()), [str(op) for op in moved.values()]
+    requantized = [op for op in tpu.walk() if op.name == "tpu.cast" and is_quantized(op.results[0].type)
+                   and "f16" in str(op.operands[0].type)]
+    assert not requantized
+    ours = ModuleRunner(tpu, weights_of(tpu)).run(feeds)["y"]
+    want = ModuleRunner(top, weights_of(top)).run(feeds)["y"]
+    assert compare_tensors("scores", want[:, 4:], ours[:, 4:]).cosine >= 0.999
+    assert compare_tensors("y", want, ours).cosine >= 0.999
+
+
 def test_quant_input_and_output_keep_int8_at_the_boundary(tmp_path):
     _top, tpu, feeds, _ = lowered(conv_block("Relu"), tmp_path, quant_input=True, quant_output=True)
     main = next(op for op in tpu.walk() if op.name == "func.func")

@@ -10,8 +10,9 @@ are compared with the TOP (F32) interpreter's. A sample's cosine is the
 lowest over the model's outputs; a configuration's score is the mean over the samples.
 
 1. Sensitivity of each candidate op (an op INT8 computes; data movement is exact in INT8 and
-   is left out): the score when it alone is INT8 (everything else in the float mode), and
-   when it alone is float (everything else INT8).
+   is left out: the lowering moves data in float where its producers are, see
+   `lower_top_to_tpu`): the score when it alone is INT8 (everything else in the float mode),
+   and when it alone is float (everything else INT8).
 2. Ops ranked worst first: lowest INT8-alone score, then highest float-alone score.
 3. The shortest prefix of the ranking that meets the target in float, by binary search
    (the scores along the ranking are close to monotone; the search checks its answer).

@@ -53,6 +53,7 @@ from tpu_xdsl.dialects.quant_types import (
     quantized_type,
 )
 from tpu_xdsl.kernels.dtypes import element_type, numpy_dtype
+from tpu_xdsl.kernels.op_kinds import EXACT_ON_CODES
 from tpu_xdsl.kernels.quant import activation_qparams
 from tpu_xdsl.transforms.lowering.context import (
     FLOAT_MODES,
@@ -164,6 +165,8 @@ def lower_top_to_tpu(
     model_scales = int8 and is_model_calibrated(module)
     if model_scales:  # a pre-quantized model: what it keeps in float stays float
         report.notes.extend(_keep_model_float_ops(module, table, chip))
+    if int8 and table:
+        _move_in_float_between_float_ops(module, table)
     per_channel = int8 and not per_tensor_activations and not asymmetric
     if per_channel and not _has_channel_ranges(module):
         per_channel = False
@@ -217,6 +220,28 @@ def _keep_model_float_ops(module: ModuleOp, table: dict[str, str], chip) -> list
         return []
     shown = ", ".join(kept[:4]) + (f" and {len(kept) - 4} more" if len(kept) > 4 else "")
     return [f"{len(kept)} op(s) run in {mode} as the pre-quantized model computes them in float: {shown}"]
+
+
+def _move_in_float_between_float_ops(module: ModuleOp, table: dict[str, str]) -> None:
+    """A data-movement op the quantize table does not name (a reshape, concat, slice, max
+    pool: exact on INT8 codes, so never a candidate of its own) whose every computed operand
+    comes from ops the table puts in one float mode moves them in that mode: quantizing
+    them to INT8 only to move the codes would round what the table keeps in float, and a
+    concatenation of differently scaled inputs (a detector's boxes beside its scores) to
+    one scale. Chains of such ops follow their first producer."""
+    for op in main_func(module).body.block.ops:
+        names = tensor_names(op)
+        if op.name.removeprefix("top.") not in EXACT_ON_CODES or not names or any(n in table for n in names):
+            continue
+        modes = set()
+        for value in op.operands:
+            owner = value.owner
+            if not isinstance(owner, Operation) or owner.name in ("top.weight", "top.none"):
+                continue
+            found = [table[n] for n in tensor_names(owner) if n in table]
+            modes.add(found[0] if found else None)
+        if len(modes) == 1 and (mode := modes.pop()) in FLOAT_MODES:
+            table[names[0]] = mode
 
 
 def _set_round_mode(module: ModuleOp, mode: str) -> None:
