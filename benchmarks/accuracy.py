@@ -204,6 +204,24 @@ def agreement(name: str, reference: np.ndarray, actual: np.ndarray) -> np.ndarra
     return (reference.argmax(-1) == actual.argmax(-1)).ravel()
 
 
+# A text detector's crop whose text F32 finds on less than this share of the map: a marginal
+# detection, a few pixels near the threshold, whose cosine moves with any rounding.
+MARGINAL_TEXT = 0.01
+
+
+def marginal_split(results: list[tuple]) -> str:
+    """A detector's mean cosine apart on crops with text on at least MARGINAL_TEXT of the map
+    and on the marginal ones."""
+    parts = []
+    for words, keep in ((f">= {MARGINAL_TEXT:.0%}", lambda share: share >= MARGINAL_TEXT),
+                        (f"< {MARGINAL_TEXT:.0%}", lambda share: share < MARGINAL_TEXT)):
+        cosines = [c for c, _, _, share in results if c is not None and keep(share)]
+        if cosines:
+            parts.append(f"mean cos {np.mean(cosines):.5f} on the {len(cosines)} crops whose text covers {words} "
+                         "of the map")
+    return "; ".join(parts)
+
+
 class Evaluation:
     """One worker's share of the evaluation (`tpu_xdsl.workers`): the samples and the TOP
     module's outputs on them, and the module of the mode being evaluated, lowered once per
@@ -224,7 +242,7 @@ class Evaluation:
         self.mode: tuple = ()
         self.runner = None
 
-    def evaluate(self, task: tuple) -> tuple[float | None, np.ndarray | None, np.ndarray | None]:
+    def evaluate(self, task: tuple) -> tuple[float | None, np.ndarray | None, np.ndarray | None, float | None]:
         from tpu_xdsl.calibration.table import read_table
         from tpu_xdsl.interp.compare import compare_tensors
         from tpu_xdsl.interp.runner import ModuleRunner
@@ -242,7 +260,8 @@ class Evaluation:
             cos = compare_tensors("out", ref, out).cosine
         same = agreement(self.name, ref, out)
         clear = same[(ref.max(-1) >= CLEAR).ravel()] if same is not None and self.name in CLASSIFIERS else None
-        return cos, same, clear
+        text_share = float(np.mean(ref > TEXT_PROBABILITY)) if self.name in DETECTORS else None
+        return cos, same, clear, text_share
 
 
 def main() -> int:
@@ -265,6 +284,7 @@ def main() -> int:
     modes = [m for m in args.modes.split(",") if m]
     recovery = {m: base_and_recovery(m) for m in modes}
     rows = []
+    marginal: dict[tuple[str, str], str] = {}
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         cal, evaluation = folder / "cal", folder / "eval"
@@ -305,9 +325,11 @@ def main() -> int:
                     shares = int8_shares(module) if MODES[base]["mode"] == "INT8" else None
                     task = (label, str(variant), str(table_path), MODES[base], qtable)
                     results = pool.map("evaluate", [(task, i) for i in range(len(eval_paths))])
-                    cosines = [c for c, _, _ in results if c is not None]
-                    agree = [a for _, a, _ in results if a is not None]
-                    clear = [c for _, _, c in results if c is not None]
+                    cosines = [c for c, _, _, _ in results if c is not None]
+                    agree = [a for _, a, _, _ in results if a is not None]
+                    clear = [c for _, _, c, _ in results if c is not None]
+                    if name in DETECTORS:
+                        marginal[(name, label)] = marginal_split(results)
                     top1 = float(np.mean(np.concatenate(agree))) if agree else None
                     decided = np.concatenate(clear) if clear else np.zeros(0)
                     clear_top1 = (float(np.mean(decided)), decided.size) if decided.size else None
@@ -340,6 +362,8 @@ def main() -> int:
         searched = f"{search_seconds:8.0f}" if search_seconds is not None else f"{'-':>8}"
         print(f"{name:<18} {label:<{width}} {mean_cos:9.5f} {min_cos:9.5f} {agree} {clear} {floats:>9} "
               f"{int8_ops} {int8_macs} {searched}  {target}: {'met' if ok else 'MISSED'}")
+    for (name, label), split in marginal.items():
+        print(f"{name} {label}: {split}")
     print("agree: top-1 agreement with F32 (ppocr_rec per character slot); ppocr_det: IoU of text pixels (p > 0.3)")
     print(f"clear: top-1 agreement where F32's top-1 probability is >= {CLEAR} (of how many decisions)")
     print("float ops: ops that run in another mode than the row's (INT8: no INT8 kernel; the searched quantize table)")
