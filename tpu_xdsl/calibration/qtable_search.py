@@ -14,8 +14,8 @@ lowest over the model's outputs; a configuration's score is the mean over the sa
    `lower_top_to_tpu`): the score when it alone is INT8 (everything else in the float mode),
    and when it alone is float (everything else INT8).
 2. Ops ranked worst first: lowest INT8-alone score, then highest float-alone score.
-3. The shortest prefix of the ranking that meets the target in float, by binary search
-   (the scores along the ranking are close to monotone; the search checks its answer).
+3. A short prefix of the ranking that meets the target in float, by binary search (exact
+   when the scores along the ranking are monotone; a longer prefix where they are not).
 4. Pruning: the chosen ops, least sensitive first, each dropped when the rest still meet
    the target.
 
@@ -409,9 +409,10 @@ def _with_progress(scorer: Scorer, advance: Callable[[int], None]) -> Scorer:
 
 
 def _shortest_prefix(search: Search, ranked: list[Candidate], limit: int) -> list[Candidate]:
-    """The shortest ranked[:k], k <= limit, that meets the target (binary search; scores
-    along the ranking are close to monotone, so the answer is checked and, when the
-    bisection was misled, the next longer prefixes tried)."""
+    """A short ranked[:k], k <= limit, that meets the target: a binary search between a
+    prefix that misses it and one that meets it, so the answer always meets it. Where the
+    scores along the ranking are not monotone (ops that hurt only together) the prefix may
+    be longer than the shortest; pruning then puts back what it does not need."""
     if limit == 0 or search.score_of(ranked[:limit]) < search.target:
         best = search.score_of(ranked[:limit]) if limit else search.score_of([])
         if limit < len(ranked):
