@@ -445,3 +445,33 @@ def test_a_bf16_model_finds_its_ops_for_f32(prepared):
     done = tpu_xdsl("search-qtable", str(prepared["mlir"]), "--dataset", str(prepared["cal"]), "--mode", "BF16",
                     "--float-mode", "BF16", "-o", str(prepared["folder"] / "same_qtable"))
     assert done.returncode == 2 and "give a mode more precise than --mode BF16" in done.stderr
+
+
+def test_pruning_a_long_prefix_of_needless_ops_takes_few_trials():
+    """When the binary search keeps a long prefix of which few ops are needed (scores that
+    are not monotone along the ranking), pruning drops runs of ops at once: far fewer
+    trials than one op at a time, with the same decisions where dropping never helps."""
+    from tpu_xdsl.calibration.qtable_search import Candidate, Config, Search, _prune
+
+    names = [f"op{i}" for i in range(64)]
+    damage = {n: 0.0001 for n in names} | {"op5": 0.02, "op40": 0.02}
+
+    def score(int8: set[str]) -> float:
+        return 1 - sum(damage[n] for n in int8)
+
+    asked: list[Config] = []
+
+    def scorer(configs: list[Config]) -> list[tuple[float, ...]]:
+        asked.extend(configs)
+        return [(score({n for n in names if dict(c.table).get(n, c.mode) == "INT8"}),) for c in configs]
+
+    chosen = [Candidate(n, "conv", 1) for n in names]
+    kept = list(chosen)  # the reference: one trial at a time
+    for op in reversed(chosen):
+        trial = [c for c in kept if c is not op]
+        if score({c.name for c in chosen} - {c.name for c in trial}) >= 0.99:
+            kept = trial
+    assert [c.name for c in kept] == ["op5", "op40"]
+    assert _prune(Search(scorer, "F16", 0.99), chosen) == kept
+    # One op at a time takes 64 trials (126 asked two a round, as pruning used to).
+    assert len(set(asked)) <= 40

@@ -437,26 +437,43 @@ def _shortest_prefix(search: Search, ranked: list[Candidate], limit: int) -> lis
 
 
 def _prune(search: Search, chosen: list[Candidate]) -> list[Candidate]:
-    """Drop each chosen op, least sensitive first, whose removal keeps the target.
+    """Drop the chosen ops, least sensitive first, whose removal keeps the target.
 
-    Most ops the shortest prefix holds are needed, so each trial is asked for with the next
-    one, as if it fails: two trials a round for the workers, the same decisions as one at
-    a time. Both name the kept set as their anchor, so a worker computes again only what
-    follows the op a trial puts back into the mode."""
+    Ops are tried in runs of `block`: after a run drops, the next run is twice as long; after
+    one fails, a quarter as long (the half it also tried failed, or holds what failed), down to
+    one op. Where the prefix holds mostly needed ops every trial is of one op, where it holds
+    mostly needless ones (scores that are not monotone along the ranking make the binary
+    search keep a long prefix) a run of k drops costs about log2(k) trials instead of k.
+    Each round asks for two trials for the workers: a run and its first half, or, one op at
+    a time, an op and the next (as if the first fails). Where dropping ops never raises the
+    score, the decisions are those of dropping one op at a time. Every trial names the kept
+    set as its anchor, so a worker computes again only what follows the ops it puts back
+    into the mode."""
     kept = list(chosen)
     order = list(reversed(chosen))
-    i = 0
+    i, block = 0, 1
+
+    def without(ops: Sequence[Candidate]) -> list[Candidate]:
+        return [c for c in kept if c not in ops]
+
     while i < len(order):
         anchor = search.floated(kept)
-        trials = [[c for c in kept if c is not op] for op in order[i:i + 2]]
+        if block == 1:
+            trials = [without([op]) for op in order[i:i + 2]]
+        else:
+            run = order[i:i + block]
+            trials = [without(run), without(run[:max(1, len(run) // 2)])]
         configs = [search.floated(t, anchor) for t in trials]
         passed = [score >= search.target for score in search.scores(configs)]
+        dropped = [len(kept) - len(t) for t in trials]
         if passed[0]:
-            kept, i = trials[0], i + 1  # the second trial assumed the first op stays
-        elif len(trials) > 1 and passed[1]:
-            kept, i = trials[1], i + 2
+            kept, i, block = trials[0], i + dropped[0], max(2, 2 * block)
+        elif len(trials) > 1 and passed[1] and block > 1:
+            kept, i, block = trials[1], i + dropped[1], max(1, block // 4)
+        elif len(trials) > 1 and passed[1]:  # one at a time: the second trial kept the first op
+            kept, i, block = trials[1], i + 2, 2
         else:
-            i += 2
+            i, block = (i + 2, 1) if block == 1 else (i, max(1, block // 4))
     return kept
 
 
