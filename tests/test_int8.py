@@ -403,6 +403,34 @@ def test_data_movement_between_float_ops_of_the_table_stays_float(tmp_path):
     assert compare_tensors("y", want, ours).cosine >= 0.999
 
 
+def test_a_float_result_read_by_an_int8_op_is_quantized_per_channel(tmp_path):
+    """Mixed precision: the quantize table puts a conv whose two output channels differ
+    100x in range in F16; the INT8 conv reading it quantizes it per channel, as an INT8
+    producer would have given it. One scale for the tensor (the KL threshold of the large
+    channel) would leave the small channel a few codes, and the output that reads it
+    would be noise."""
+    w1 = RNG.standard_normal((2, 4, 1, 1)) * np.array([40.0, 0.4]).reshape(2, 1, 1, 1)
+    model = model_of(
+        [
+            helper.make_node("Conv", ["x", "w1"], ["a"], kernel_shape=[1, 1]),
+            helper.make_node("Conv", ["a", "w2"], ["y"], kernel_shape=[1, 1]),
+        ],
+        [("x", [1, 4, 5, 5])],
+        "y",
+        [init("w1", w1), init("w2", np.array([[1.0, 0.0], [0.0, 100.0]]).reshape(2, 2, 1, 1))],
+    )
+    table = tmp_path / "qtable"
+    table.write_text("a F16\n")
+    top, tpu, feeds, _ = lowered(model, tmp_path, qtable=str(table))
+    (cast,) = [op for op in tpu.walk() if op.name == "tpu.cast" and is_quantized(op.results[0].type)
+               and "f16" in str(op.operands[0].type)]
+    scales = qparams_of(cast.results[0].type, weights_of(tpu)).scales
+    assert scales.shape == (2,) and scales[0] > 50 * scales[1]
+    ours = ModuleRunner(tpu, weights_of(tpu)).run(feeds)["y"]
+    want = ModuleRunner(top, weights_of(top)).run(feeds)["y"]
+    assert compare_tensors("y", want[:, 1], ours[:, 1]).cosine >= 0.999
+
+
 def test_quant_input_and_output_keep_int8_at_the_boundary(tmp_path):
     _top, tpu, feeds, _ = lowered(conv_block("Relu"), tmp_path, quant_input=True, quant_output=True)
     main = next(op for op in tpu.walk() if op.name == "func.func")

@@ -143,6 +143,7 @@ class LoweringContext:
         # One-tensor functions fused into the lookup table of their user; they lower to nothing.
         self.fused: set[Operation] = set()
         self._conversions: dict[tuple[SSAValue, Attribute], SSAValue] = {}
+        self._channel_casts: dict[tuple[SSAValue, int], SSAValue] = {}  # float values cast per channel
         self._float_weights: dict[tuple[str, str], SSAValue] = {}
 
     # -- modes ---------------------------------------------------------------------
@@ -299,10 +300,41 @@ class LoweringContext:
             return self._to_per_tensor(value, qparams)
         if not is_float_tensor(t):
             raise LoweringError(f"INT8 {describe(user)} reads '{value_name(value)}' of type {t}")
-        target_qparams = self.calibrated_qparams(value, user)
-        target = quantized_type(t.get_shape(), target_qparams)  # type: ignore[attr-defined]
-        suffix = "int8" if target_qparams.dtype == np.int8 else "uint8"
-        return self._convert(value, target, f"{value_name(value)}_{suffix}", target_qparams)
+        per_tensor = self.calibrated_qparams(value, user)
+        rank = len(t.get_shape())  # type: ignore[attr-defined]
+        found_axis = self.channel_axis(value)
+        owner = value.owner
+        computed = isinstance(owner, Operation) and owner.name != "top.input"
+        if channels and computed and found_axis is not None and found_axis == axis % max(rank, 1):
+            # A float op's result (mixed precision, a fallback) read by an op that takes
+            # per-channel scales is quantized per channel, as an INT8 producer of it would
+            # give it: one scale for a tensor whose channels differ by orders of magnitude
+            # loses the small ones. The model's input keeps one scale, as TPU-MLIR casts
+            # it (and a stem conv folds its taps into channels only on one scale).
+            return self._quantized_per_channel(value, found_axis, per_tensor)
+        target = quantized_type(t.get_shape(), per_tensor)  # type: ignore[attr-defined]
+        suffix = "int8" if per_tensor.dtype == np.int8 else "uint8"
+        return self._convert(value, target, f"{value_name(value)}_{suffix}", per_tensor)
+
+    def _quantized_per_channel(self, value: SSAValue, axis: int, per_tensor: QParams) -> SSAValue:
+        """A quantizing `tpu.cast` of float `value` with the per-channel scales of its
+        calibrated ranges along `axis` (one cast per value, whoever reads it)."""
+        if (value, axis) in self._channel_casts:
+            return self._channel_casts[value, axis]
+        calibration = calibration_of(value.type)
+        assert calibration is not None and calibration.ranges, "channel_axis finds an axis only for channel ranges"
+        ranges = np.asarray(self.weights[calibration.ranges], np.float64)
+        found = channel_qparams(ranges[0], ranges[1], calibration.threshold)
+        qparams = ChannelQParams(found.scales.astype(np.float32), found.dtype, axis=axis)
+        entry = self.weights.unique_name(f"{value_name(value)}_scales")
+        self.weights[entry] = qparams.scales.astype(np.float32)
+        target = quantized_type(value.type.get_shape(), qparams, entry)  # type: ignore[attr-defined]
+        suffix = "int8" if qparams.dtype == np.int8 else "uint8"
+        cast = self.cast_op(value, target, f"{value_name(value)}_{suffix}", qparams, entry)
+        converted = self._insert_after_producer(value, cast, (value, target), *cast.operands[1:])
+        self._channel_casts[value, axis] = converted
+        self._per_tensor[converted] = per_tensor
+        return converted
 
     def _to_per_tensor(self, value: SSAValue, qparams: ChannelQParams) -> SSAValue:
         target_qparams = self._per_tensor[value]
@@ -342,9 +374,11 @@ class LoweringContext:
         cast = self.cast_op(value, target, name, qparams)
         return self._insert_after_producer(value, cast, key, *cast.operands[1:])
 
-    def cast_op(self, value: SSAValue, target: TensorType, name: str, qparams: AnyQParams | None) -> Operation:
+    def cast_op(self, value: SSAValue, target: TensorType, name: str, qparams: AnyQParams | None,
+                entry: str | None = None) -> Operation:
         """A detached `tpu.cast` of `value` to `target`; per-channel scales are read by a
-        `top.weight` of their entry (the cast's second operand), inserted before the cast."""
+        `top.weight` of their entry (the cast's second operand; `entry`, else that of the
+        INT8 value cast), inserted before the cast."""
         attributes: dict[str, Attribute] = {"names": ArrayAttr([StringAttr(name)])}
         scales: list[SSAValue] = []
         if isinstance(qparams, QParams):
@@ -352,7 +386,7 @@ class LoweringContext:
             if qparams.zero_point:
                 attributes["zero_point"] = from_py(qparams.zero_point)
         elif isinstance(qparams, ChannelQParams):
-            entry = value.type.encoding.scales.data  # type: ignore[attr-defined]
+            entry = entry or value.type.encoding.scales.data  # type: ignore[attr-defined]
             reader = op_class("top.weight").build(
                 result_types=[TensorType(element_type(np.float32), [qparams.scales.size])],
                 attributes={"names": ArrayAttr([StringAttr(entry)])},
