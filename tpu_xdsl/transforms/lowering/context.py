@@ -143,7 +143,7 @@ class LoweringContext:
         # One-tensor functions fused into the lookup table of their user; they lower to nothing.
         self.fused: set[Operation] = set()
         self._conversions: dict[tuple[SSAValue, Attribute], SSAValue] = {}
-        self._channel_casts: dict[tuple[SSAValue, int], SSAValue] = {}  # float values cast per channel
+        self._channel_casts: dict[SSAValue, SSAValue] = {}  # float values cast per channel
         self._float_weights: dict[tuple[str, str], SSAValue] = {}
 
     # -- modes ---------------------------------------------------------------------
@@ -300,7 +300,6 @@ class LoweringContext:
             return self._to_per_tensor(value, qparams)
         if not is_float_tensor(t):
             raise LoweringError(f"INT8 {describe(user)} reads '{value_name(value)}' of type {t}")
-        per_tensor = self.calibrated_qparams(value, user)
         rank = len(t.get_shape())  # type: ignore[attr-defined]
         found_axis = self.channel_axis(value)
         owner = value.owner
@@ -311,29 +310,27 @@ class LoweringContext:
             # give it: one scale for a tensor whose channels differ by orders of magnitude
             # loses the small ones. The model's input keeps one scale, as TPU-MLIR casts
             # it (and a stem conv folds its taps into channels only on one scale).
-            return self._quantized_per_channel(value, found_axis, per_tensor)
+            return self._quantized_per_channel(value)
+        per_tensor = self.calibrated_qparams(value, user)
         target = quantized_type(t.get_shape(), per_tensor)  # type: ignore[attr-defined]
         suffix = "int8" if per_tensor.dtype == np.int8 else "uint8"
         return self._convert(value, target, f"{value_name(value)}_{suffix}", per_tensor)
 
-    def _quantized_per_channel(self, value: SSAValue, axis: int, per_tensor: QParams) -> SSAValue:
-        """A quantizing `tpu.cast` of float `value` with the per-channel scales of its
-        calibrated ranges along `axis` (one cast per value, whoever reads it)."""
-        if (value, axis) in self._channel_casts:
-            return self._channel_casts[value, axis]
-        calibration = calibration_of(value.type)
-        assert calibration is not None and calibration.ranges, "channel_axis finds an axis only for channel ranges"
-        ranges = np.asarray(self.weights[calibration.ranges], np.float64)
-        found = channel_qparams(ranges[0], ranges[1], calibration.threshold)
-        qparams = ChannelQParams(found.scales.astype(np.float32), found.dtype, axis=axis)
-        entry = self.weights.unique_name(f"{value_name(value)}_scales")
-        self.weights[entry] = qparams.scales.astype(np.float32)
-        target = quantized_type(value.type.get_shape(), qparams, entry)  # type: ignore[attr-defined]
+    def _quantized_per_channel(self, value: SSAValue) -> SSAValue:
+        """A quantizing `tpu.cast` of float op result `value` with the per-channel scales an
+        INT8 op computing it would give its result (`output_qparams`, `result_type`); one
+        cast per value, whoever reads it."""
+        if value in self._channel_casts:
+            return self._channel_casts[value]
+        owner, index = value.owner, value.index  # type: ignore[attr-defined]
+        assert isinstance(owner, Operation), "as_int8 casts per channel only the results of ops"
+        qparams = self.output_qparams(owner, index, channels=True)
+        target = self.result_type(owner, qparams, index)
         suffix = "int8" if qparams.dtype == np.int8 else "uint8"
-        cast = self.cast_op(value, target, f"{value_name(value)}_{suffix}", qparams, entry)
+        cast = self.cast_op(value, target, f"{value_name(value)}_{suffix}", qparams)
         converted = self._insert_after_producer(value, cast, (value, target), *cast.operands[1:])
-        self._channel_casts[value, axis] = converted
-        self._per_tensor[converted] = per_tensor
+        self._channel_casts[value] = converted
+        self.remember_per_tensor(converted, owner, index)
         return converted
 
     def _to_per_tensor(self, value: SSAValue, qparams: ChannelQParams) -> SSAValue:
@@ -374,11 +371,10 @@ class LoweringContext:
         cast = self.cast_op(value, target, name, qparams)
         return self._insert_after_producer(value, cast, key, *cast.operands[1:])
 
-    def cast_op(self, value: SSAValue, target: TensorType, name: str, qparams: AnyQParams | None,
-                entry: str | None = None) -> Operation:
+    def cast_op(self, value: SSAValue, target: TensorType, name: str, qparams: AnyQParams | None) -> Operation:
         """A detached `tpu.cast` of `value` to `target`; per-channel scales are read by a
-        `top.weight` of their entry (the cast's second operand; `entry`, else that of the
-        INT8 value cast), inserted before the cast."""
+        `top.weight` of their entry (the cast's second operand; the entry of whichever of
+        the two is INT8), inserted before the cast."""
         attributes: dict[str, Attribute] = {"names": ArrayAttr([StringAttr(name)])}
         scales: list[SSAValue] = []
         if isinstance(qparams, QParams):
@@ -386,7 +382,8 @@ class LoweringContext:
             if qparams.zero_point:
                 attributes["zero_point"] = from_py(qparams.zero_point)
         elif isinstance(qparams, ChannelQParams):
-            entry = entry or value.type.encoding.scales.data  # type: ignore[attr-defined]
+            quantized = target if is_quantized(target) else value.type
+            entry = quantized.encoding.scales.data  # type: ignore[attr-defined]
             reader = op_class("top.weight").build(
                 result_types=[TensorType(element_type(np.float32), [qparams.scales.size])],
                 attributes={"names": ArrayAttr([StringAttr(entry)])},
