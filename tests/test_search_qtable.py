@@ -9,6 +9,7 @@ else needs to. Accuracy is judged against onnxruntime running the float model.
 
 from __future__ import annotations
 
+import math
 import re
 import shutil
 import socket
@@ -166,6 +167,7 @@ def test_a_target_out_of_reach_names_the_best_cosine_and_writes_nothing(prepared
     [
         (["--float-mode", "F16", "--chip", "cv183x"], "--float-mode F16: chip cv183x computes floats in BF16"),
         (["--target-cosine", "1.5"], "--target-cosine 1.5: give a cosine in (0, 1]"),
+        (["--confidence", "1"], "--confidence 1.0: give a level in [0.5, 1)"),
         (["--jobs", "0"], "--jobs 0: give 1 to 256 worker processes"),
         (["--cluster", "ray://127.0.0.1:1"], "--cluster ray://127.0.0.1:1: cannot connect"),
         (["--cluster", "127.0.0.1:1"], "give ray://HOST:PORT"),
@@ -337,6 +339,55 @@ def test_pruning_drops_what_the_ranking_put_in_needlessly():
     # ranking: a (0.994), then b, c (0.998 each); prefix [a] fails (0.98), [a, b] passes
     # (0.998); pruning: without b fails, without a passes (1 - 0.002 = 0.998): only b stays.
     assert [c.name for c in result.float_ops] == ["b"]
+
+
+@pytest.mark.parametrize(("p", "dof", "table"), [
+    (0.95, 4, 2.132), (0.95, 10, 1.812), (0.95, 23, 1.714), (0.975, 5, 2.571), (0.99, 30, 2.457),
+])
+def test_student_t_quantiles_match_the_published_tables(p, dof, table):
+    from tpu_xdsl.calibration.qtable_search import student_t_quantile
+
+    assert student_t_quantile(p, dof) == pytest.approx(table, abs=1e-3)
+
+
+def test_the_lower_bound_of_the_mean_by_hand():
+    from tpu_xdsl.calibration.qtable_search import lower_bound
+    from tpu_xdsl.tools.search_qtable import DEFAULT_CONFIDENCE
+
+    # mean 0.98, sample deviation sqrt(0.001 / 4) = 0.0158114, standard error 0.0070711,
+    # t(0.95, 4 degrees of freedom) = 2.132: 0.98 - 2.132 * 0.0070711 = 0.964925
+    cosines = [1.0, 0.98, 0.99, 0.97, 0.96]
+    assert lower_bound(cosines) == pytest.approx(0.964925, abs=2e-5)
+    assert lower_bound([*cosines, math.nan]) == lower_bound(cosines)  # a sample with nothing to compare
+    assert lower_bound(cosines, 0.5) == pytest.approx(0.98)
+    assert lower_bound([0.97]) == 0.97 and math.isnan(lower_bound([math.nan]))
+    assert lower_bound([0.995] * 4) == pytest.approx(0.995)
+    assert DEFAULT_CONFIDENCE == 0.95  # the CLI's default is the library's
+
+
+def test_an_op_that_ruins_one_sample_is_floated_at_95_percent_confidence():
+    """The mean over the samples meets the target with every op INT8, but one op ruins one
+    sample of five: the bound on the mean (what other samples will see) misses, so that
+    op goes to float; at confidence 0.5 (the plain mean, TPU-MLIR's criterion) nothing does."""
+    from tpu_xdsl.calibration.qtable_search import Candidate, Config, run_search
+
+    def scorer(configs: list[Config]) -> list[tuple[float, ...]]:
+        out = []
+        for config in configs:
+            table = dict(config.table)
+            int8 = {op for op in ("rare", "even") if table.get(op, config.mode) == "INT8"}
+            base = 1 - 0.003 * ("even" in int8)
+            out.append((base - 0.03 * ("rare" in int8), base, base, base, base))
+        return out
+
+    ops = [Candidate("rare", "conv", 1), Candidate("even", "conv", 1)]
+    # every op INT8: (0.967, 0.997 x 4), mean 0.991, deviation 0.013416, bound 0.991 - 2.132 * 0.006
+    plain = run_search(ops, scorer, "F16", 0.99, confidence=0.5)
+    assert plain.float_ops == [] and plain.score == pytest.approx(0.991)
+    bounded = run_search(ops, scorer, "F16", 0.99)
+    assert bounded.all_mode == pytest.approx(0.991 - 2.132 * 0.006, abs=2e-5)
+    assert [c.name for c in bounded.float_ops] == ["rare"]
+    assert bounded.score == pytest.approx(0.997) and bounded.mean == pytest.approx(0.997)
 
 
 def test_a_model_that_meets_the_target_skips_the_sensitivity_pass_when_asked():

@@ -3,7 +3,7 @@ run_sensitive_layer and search_qtable).
 
     tpu-xdsl search-qtable N.mlir --calibration-table T --dataset DIR [--input-num K] \\
         --chip C [--target-cosine 0.99] [--mode INT8|BF16|F16] [--float-mode F16|BF16|F32] \\
-        [--max-float-ops N] [--jobs J] [--cluster ray://HOST:PORT|auto] -o N_qtable
+        [--max-float-ops N] [--confidence 0.95] [--jobs J] [--cluster ray://HOST:PORT|auto] -o N_qtable
 
 Prints each op's sensitivity (worst first) and writes a quantize table that `tpu-xdsl deploy
 --quantize INT8 --quantize-table N_qtable` reads. The algorithm is in
@@ -29,6 +29,7 @@ class SearchUsageError(TpuXdslError):
 
 DEFAULT_FLOAT_MODES = ("F16", "BF16", "F32")  # TPU-MLIR's "auto": the chip's fast float mode
 PRECISION = ("INT8", "BF16", "F16", "F32")  # least to most precise
+DEFAULT_CONFIDENCE = 0.95  # qtable_search.DEFAULT_CONFIDENCE, without importing xDSL to build the parser
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -44,6 +45,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     s.add_argument("--chip", default="bm1684x", help="the chip (default bm1684x)")
     s.add_argument("--target-cosine", type=float, default=0.99,
                    help="mean final-output cosine against TOP (F32) to reach (default 0.99)")
+    s.add_argument("--confidence", type=float, default=DEFAULT_CONFIDENCE,
+                   help="the target holds for the lower one-sided bound of the mean at this confidence, so it "
+                        "holds on samples the search did not see (default 0.95; 0.5: the mean over the samples)")
     s.add_argument("--mode", default="INT8", help="the mode the model deploys in: INT8 (default), or BF16/F16 to find "
                                                   "the ops that need a more precise float mode")
     s.add_argument("--float-mode", help="the mode of the ops taken out of --mode (default for INT8: F16 where the chip "
@@ -69,6 +73,9 @@ def check_args(args: argparse.Namespace):
         raise SearchUsageError(f"--input-num {args.input_num}: search on at least 1 sample")
     if not 0 < args.target_cosine <= 1:
         raise SearchUsageError(f"--target-cosine {args.target_cosine}: give a cosine in (0, 1], e.g. 0.99")
+    if not 0.5 <= args.confidence < 1:
+        raise SearchUsageError(f"--confidence {args.confidence}: give a level in [0.5, 1), e.g. 0.95 "
+                               "(0.5: the plain mean over the samples)")
     if args.max_float_ops is not None and args.max_float_ops < 0:
         raise SearchUsageError(f"--max-float-ops {args.max_float_ops}: give 0 or more")
     if args.jobs is not None and not 1 <= args.jobs <= MAX_JOBS:
@@ -161,6 +168,7 @@ def run(args: argparse.Namespace) -> int:
             args.model, args.calibration_table, chip.name, dataset.paths, args.target_cosine, args.float_mode,
             max_float_ops=args.max_float_ops, asymmetric=args.asymmetric, jobs=args.jobs or default_jobs(),
             cluster=args.cluster, module=module, progress=_progress, before_sensitivity=announce, mode=args.mode,
+            confidence=args.confidence,
         )
     except TargetNotMet as e:
         print(f"tpu-xdsl search-qtable: {e}", file=sys.stderr)
@@ -169,12 +177,13 @@ def run(args: argparse.Namespace) -> int:
     for line in format_sensitivity(result):
         print(line)
     name = Path(args.model).stem
-    text = format_qtable(result, name, chip.name, args.target_cosine, len(dataset), args.float_mode)
+    text = format_qtable(result, name, chip.name, args.target_cosine, len(dataset), args.float_mode, args.confidence)
     write_atomic(args.output, lambda f: f.write(text))
     share = result.float_macs / result.total_macs if result.total_macs else 0.0
     print(f"{len(result.float_ops)} of {len(result.sensitivities)} "
           f"ops in {args.float_mode} ({share:.2%} of the MACs): cosine "
-          f"{result.all_mode:.6f} -> {result.score:.6f} (target {args.target_cosine}); {result.runs} runs in "
+          f"{result.all_mode:.6f} -> {result.score:.6f} (target {args.target_cosine}; mean {result.mean:.6f}); "
+          f"{result.runs} runs in "
           f"{seconds:.0f} s; wrote {args.output}")
     return 0
 
