@@ -154,6 +154,8 @@ def test_a_target_out_of_reach_names_the_best_cosine_and_writes_nothing(prepared
     assert done.returncode == 1, done.stdout + done.stderr
     (line,) = done.stderr.strip().splitlines()
     assert "needs more than 1 op(s) in F16" in line and re.search(r"reach 0\.\d{6}", line), line
+    assert re.search(r"\(lower 95% bound; mean 0\.\d{6}\); raise --max-float-ops or lower --target-cosine or "
+                     r"--confidence$", line), line
     assert not (prepared["folder"] / "capped_qtable").exists()
     done = _search(prepared, "--target-cosine", "1.0", "--float-mode", "BF16", output="exact_qtable")
     assert done.returncode == 1, done.stdout + done.stderr

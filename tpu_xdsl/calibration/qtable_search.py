@@ -371,6 +371,17 @@ class Search:
     def score_of(self, ops: Iterable[Candidate]) -> float:
         return self.scores([self.floated(ops)])[0]
 
+    def reached(self, config: Config) -> str:
+        """A scored configuration's score for an error message, with its mean beside a bound."""
+        if self.confidence <= 0.5:
+            return f"{self.cache[config]:.6f}"
+        return f"{self.cache[config]:.6f} (lower {self.confidence:.0%} bound; mean {self.means[config]:.6f})"
+
+    @property
+    def lower(self) -> str:
+        """The flags that lower the bar, for an error message."""
+        return "--target-cosine or --confidence" if self.confidence > 0.5 else "--target-cosine"
+
 
 def run_search(
     ops: list[Candidate], scorer: Scorer, float_mode: str, target: float,
@@ -388,7 +399,8 @@ def run_search(
     if all_float < target:
         raise TargetNotMet(
             f"the target cosine {target} cannot be met even with every op in {float_mode}: the best "
-            f"reached is {all_float:.6f}; lower --target-cosine or choose a more precise --float-mode",
+            f"reached is {search.reached(Config(float_mode))}; lower {search.lower} or choose a more precise "
+            "--float-mode",
             all_float,
         )
     if all_mode >= target and not sensitivity_when_met:
@@ -453,16 +465,18 @@ def _shortest_prefix(search: Search, ranked: list[Candidate], limit: int) -> lis
     scores along the ranking are not monotone (ops that hurt only together) the prefix may
     be longer than the shortest; pruning then puts back what it does not need."""
     if limit == 0 or search.score_of(ranked[:limit]) < search.target:
-        best = search.score_of(ranked[:limit]) if limit else search.score_of([])
+        floated = search.floated(ranked[:limit])
+        best = search.scores([floated])[0]
         if limit < len(ranked):
             raise TargetNotMet(
                 f"the target cosine {search.target} needs more than {limit} op(s) in {search.float_mode}: "
-                f"the {limit} most sensitive reach {best:.6f}; raise --max-float-ops or lower --target-cosine",
+                f"the {limit} most sensitive reach {search.reached(floated)}; raise --max-float-ops or lower "
+                f"{search.lower}",
                 best,
             )
         raise TargetNotMet(
             f"the target cosine {search.target} cannot be met with every {search.mode} op in {search.float_mode}: "
-            f"the best reached is {best:.6f}; lower --target-cosine",
+            f"the best reached is {search.reached(floated)}; lower {search.lower}",
             best,
         )
     low, high = 0, limit  # ranked[:low] misses the target, ranked[:high] meets it
