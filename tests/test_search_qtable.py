@@ -128,6 +128,14 @@ def test_search_floats_the_cancelling_ops_and_meets_the_target(prepared):
     rows = [line.split() for line in done.stdout.splitlines() if re.match(r"^\S+\s+(conv|sub|add)\s", line)]
     assert {row[0] for row in rows[:3]} == set(CANCELLING), done.stdout
     assert {row[0] for row in rows} == {*CANCELLING, "r0", "y"}  # r0: the first conv, its ReLU fused
+    # The samples the table holds worst on, named, each with its cosine all-INT8 beside.
+    lines = done.stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("worst samples"))
+    worst = [line.split() for line in lines[start + 1:start + 4]]
+    names = {p.name for p in prepared["cal"].iterdir()}
+    assert all(row[0] in names for row in worst), worst
+    cosines = [float(row[1]) for row in worst]
+    assert cosines == sorted(cosines) and all(float(row[2]) < 0.99 < float(row[1]) for row in worst), worst
     # What the table promises holds on samples the search did not see, against onnxruntime.
     before = _mean_cosine_against_onnxruntime(prepared, None)
     after = _mean_cosine_against_onnxruntime(prepared, prepared["folder"] / "net_qtable")
@@ -390,6 +398,16 @@ def test_an_op_that_ruins_one_sample_is_floated_at_95_percent_confidence():
     assert bounded.all_mode == pytest.approx(0.991 - 2.132 * 0.006, abs=2e-5)
     assert [c.name for c in bounded.float_ops] == ["rare"]
     assert bounded.score == pytest.approx(0.997) and bounded.mean == pytest.approx(0.997)
+
+
+def test_the_worst_samples_are_named_lowest_first_without_empty_ones():
+    from tpu_xdsl.calibration.qtable_search import SearchResult, format_worst_samples
+
+    result = SearchResult("INT8", [], [], 0.99, 0.9, 1.0, 10, samples=(0.995, math.nan, 0.97, 0.999, 0.98),
+                          mode_samples=(0.99, 0.5, 0.9, 0.95, 0.93))
+    rows = format_worst_samples(result, ["a.png", "b.png", "c.png", "d.png", "e.png"], count=2)
+    assert rows[0].split()[:2] == ["worst", "samples"] and "every op INT8" in rows[0]
+    assert [row.split() for row in rows[1:]] == [["c.png", "0.970000", "0.900000"], ["e.png", "0.980000", "0.930000"]]
 
 
 def test_a_model_that_meets_the_target_skips_the_sensitivity_pass_when_asked():

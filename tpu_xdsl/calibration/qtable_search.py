@@ -109,6 +109,8 @@ class SearchResult:
     total_macs: int
     runs: int = 0
     mean: float = math.nan  # the chosen table's plain mean over the samples
+    samples: tuple[float, ...] = ()  # the chosen table's cosine on each sample (NaN: nothing to compare)
+    mode_samples: tuple[float, ...] = ()  # every op in `mode`: the cosine on each sample
 
     @property
     def float_macs(self) -> int:
@@ -355,6 +357,7 @@ class Search:
     confidence: float = DEFAULT_CONFIDENCE
     cache: dict[Config, float] = field(default_factory=dict)
     means: dict[Config, float] = field(default_factory=dict)
+    per_sample: dict[Config, tuple[float, ...]] = field(default_factory=dict)
 
     def scores(self, configs: Iterable[Config]) -> list[float]:
         configs = list(configs)
@@ -363,6 +366,7 @@ class Search:
             for config, per_sample in zip(missing, self.scorer(missing), strict=True):
                 self.cache[config] = lower_bound(per_sample, self.confidence)
                 self.means[config] = lower_bound(per_sample, 0.5)
+                self.per_sample[config] = tuple(per_sample)
         return [self.cache[c] for c in configs]
 
     def floated(self, ops: Iterable[Candidate], anchor: Config | None = None) -> Config:
@@ -404,8 +408,9 @@ def run_search(
             all_float,
         )
     if all_mode >= target and not sensitivity_when_met:
+        base = search.per_sample[Config(mode)]
         return SearchResult(mode, [], [], all_mode, all_mode, all_float, total_macs, len(search.cache),
-                            search.means[Config(mode)])
+                            search.means[Config(mode)], base, base)
     if before_sensitivity is not None:
         before_sensitivity(all_mode, all_float)
     configs = [Config.of(float_mode, {c.name: mode}) for c in ops] + [search.floated([c]) for c in ops]
@@ -423,8 +428,9 @@ def run_search(
         chosen = _shortest_prefix(search, ranked, limit)
         chosen = _prune(search, chosen)
     score = search.score_of(chosen)
+    table = search.floated(chosen)
     return SearchResult(mode, sensitivities, chosen, score, all_mode, all_float, total_macs, len(search.cache),
-                        search.means[search.floated(chosen)])
+                        search.means[table], search.per_sample[table], search.per_sample[Config(mode)])
 
 
 def search_qtable(
@@ -549,6 +555,21 @@ def format_qtable(result: SearchResult, model: str, chip: str, target: float, sa
     ]
     lines += [f"{c.name} {float_mode}" for c in result.float_ops]
     return "\n".join(lines) + "\n"
+
+
+def format_worst_samples(result: SearchResult, names: Sequence[str], count: int = 3) -> list[str]:
+    """The `count` samples the chosen table holds worst on, with their cosine when every op
+    is in the searched mode: the inputs to look at when the table does not hold elsewhere."""
+    scored = [(cos, name, base) for cos, name, base in zip(result.samples, names, result.mode_samples, strict=True)
+              if not math.isnan(cos)]
+    if not scored:
+        return []
+    width = max(len(name) for _, name, _ in scored)
+    every = f"every op {result.mode}"
+    rows = [f"{'worst samples':<{width}}  {'with the table':>14}  {every:>15}"]
+    for cos, name, base in sorted(scored)[:count]:
+        rows.append(f"{name:<{width}}  {cos:14.6f}  {base:15.6f}")
+    return rows
 
 
 def format_sensitivity(result: SearchResult) -> list[str]:

@@ -130,6 +130,7 @@ def run(args: argparse.Namespace) -> int:
         TargetNotMet,
         format_qtable,
         format_sensitivity,
+        format_worst_samples,
         search_qtable,
     )
     from tpu_xdsl.calibration.table import read_table
@@ -175,6 +176,8 @@ def run(args: argparse.Namespace) -> int:
         return 1
     seconds = time.perf_counter() - started
     for line in format_sensitivity(result):
+        print(line)
+    for line in format_worst_samples(result, [Path(p).name for p in dataset.paths]):
         print(line)
     name = Path(args.model).stem
     text = format_qtable(result, name, chip.name, args.target_cosine, len(dataset), args.float_mode, args.confidence)
