@@ -469,6 +469,8 @@ def test_cast_to_int_in_blocks_matches_quantize_tensor(mode, dtype, zp):
     (got,) = INT8_KERNELS["cast"]([x], attrs, [ResultSpec(x.shape, np.dtype(dtype))])
     np.testing.assert_array_equal(got, quantize_tensor(x, 0.05, zp, dtype, mode))
     assert got.dtype == dtype and got.reshape(-1)[1] == np.iinfo(dtype).max
+    # by definition: NaN is 0 (the zero point), -inf and -1e30 the smallest code
+    assert got.reshape(-1)[0] == zp and got.reshape(-1)[2] == got.reshape(-1)[7] == np.iinfo(dtype).min
 
 
 def test_lut_indexes_by_byte():
@@ -531,10 +533,12 @@ def test_conv_requantization_at_the_edges_of_its_fast_paths(mode, dtype, zo, rel
         np.testing.assert_array_equal(got, expected, err_msg=f"shift {shift}")
 
 
-def test_lut_with_a_table_per_channel():
+@pytest.mark.parametrize("channels", [3, 256, 257])  # row * 256 + byte in uint16 up to 256 rows
+def test_lut_with_a_table_per_channel(channels):
     rng = np.random.default_rng(17)
-    table = rng.integers(0, 256, (3, 256)).astype(np.uint8)
-    x = rng.integers(-128, 128, (2, 3, 4, 5)).astype(np.int8)
+    table = rng.integers(0, 256, (channels, 256)).astype(np.uint8)
+    x = rng.integers(-128, 128, (2, channels, 4, 5)).astype(np.int8)
+    x[0, -1, 0, :2] = [-1, 127]  # the last row's last entries
     (got,) = INT8_KERNELS["lut"]([x, table], {}, [ResultSpec(x.shape, np.dtype(np.uint8))])
     for n, c, h, w in np.ndindex(x.shape):
         assert got[n, c, h, w] == table[c, int(x[n, c, h, w]) & 0xFF]

@@ -65,6 +65,7 @@ from tpu_xdsl.kernels.int8_sums import (
 from tpu_xdsl.kernels.memo import ConstantMemo
 from tpu_xdsl.kernels.quant import (
     channel_shape,
+    clip_nan_as_zero,
     int_info,
     quantize_tensor,
     requantize,
@@ -299,8 +300,7 @@ def _quantize_block(
         np.floor(scaled, out=scaled)
     else:
         np.trunc(scaled, out=scaled)
-    np.nan_to_num(scaled, copy=False)
-    np.clip(scaled, limits[0] - zp, limits[1] - zp, out=scaled)
+    clip_nan_as_zero(scaled, limits[0] - zp, limits[1] - zp)
     if zp:
         scaled += zp
     np.copyto(out, scaled, casting="unsafe")  # integers in range: exact
@@ -338,7 +338,9 @@ def lut(inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultSp
         return [_lookup_pairs(index, table).astype(results[0].dtype, copy=False)]
     if table.ndim == 2:  # one table per channel: row c, entry byte
         axis = channel_axis(attrs, x.ndim)
-        rows = np.arange(table.shape[0], dtype=np.intp).reshape(channel_shape(x.ndim, axis)) * 256
+        # row * 256 + byte: below 2^16 for up to 256 channels, a quarter of the bytes of intp
+        rows_type = np.uint16 if table.shape[0] <= 256 and index.dtype == np.uint8 else np.intp
+        rows = np.arange(table.shape[0], dtype=rows_type).reshape(channel_shape(x.ndim, axis)) * rows_type(256)
         index = index + rows
     return [np.take(table.reshape(-1), index).astype(results[0].dtype, copy=False)]
 
