@@ -67,3 +67,24 @@ def test_int8_conv_with_the_same_attributes_and_a_new_bias_requantizes_with_it()
         acc = conv_ref(x, w, bias, 0, [1, 1], [1, 1, 1, 1], [1, 1], 1)
         expected = requantize_array_ref(acc, attrs["multiplier"], attrs["rshift"], 0, np.int8, attrs["round_mode"])
         np.testing.assert_array_equal(got, expected)
+
+
+def test_constants_are_compared_bit_for_bit():
+    memo: ConstantMemo[str] = ConstantMemo()
+    attrs: dict = {}
+    assert memo.get(attrs, None, (np.array([0.0]),), lambda: "plus") == "plus"
+    assert memo.get(attrs, None, (np.array([-0.0]),), lambda: "minus") == "minus"  # equal, not the same bits
+    nan = np.array([np.nan])
+    assert memo.get(attrs, None, (nan,), lambda: "nan") == "nan"
+    assert memo.get(attrs, None, (nan.copy(),), lambda: "again") == "nan"  # the same bits: found
+
+
+def test_a_large_constant_changed_in_one_element_makes_a_new_entry():
+    memo: ConstantMemo[int] = ConstantMemo()
+    attrs: dict = {}
+    table = np.arange(1 << 13, dtype=np.int32)  # 32 KiB: above the sizes compared as bytes
+    assert memo.get(attrs, "k", (table,), lambda: 1) == 1
+    assert memo.get(attrs, "k", (table.copy(),), lambda: 2) == 1
+    changed = table.copy()
+    changed[-1] = -1
+    assert memo.get(attrs, "k", (changed,), lambda: 3) == 3

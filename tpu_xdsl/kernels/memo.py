@@ -20,12 +20,20 @@ import numpy as np
 T = TypeVar("T")
 
 
+# Constants up to this size are compared byte by byte (bit-identical values, NaN included).
+_BYTES_COMPARED = 1 << 14
+
+
 def _same(kept: np.ndarray | None, given: np.ndarray | None) -> bool:
     if kept is given:
         return True
     if kept is None or given is None:
         return False
-    return kept.dtype == given.dtype and kept.shape == given.shape and bool(np.array_equal(kept, given))
+    if kept.dtype != given.dtype or kept.shape != given.shape:
+        return False
+    if kept.nbytes <= _BYTES_COMPARED:  # the bytes themselves: a tenth of np.array_equal's time
+        return kept.tobytes() == given.tobytes()
+    return bool(np.array_equal(kept, given))
 
 
 class ConstantMemo(Generic[T]):
