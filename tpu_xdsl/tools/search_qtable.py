@@ -44,7 +44,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     s.add_argument("--input-num", type=int, default=24, help="search on the first K samples (default 24)")
     s.add_argument("--chip", default="bm1684x", help="the chip (default bm1684x)")
     s.add_argument("--target-cosine", type=float, default=0.99,
-                   help="mean final-output cosine against TOP (F32) to reach (default 0.99)")
+                   help="final-output cosine against TOP (F32) to reach, by the lower --confidence bound of its "
+                        "mean over the samples (default 0.99)")
     s.add_argument("--confidence", type=float, default=DEFAULT_CONFIDENCE,
                    help="the target holds for the lower one-sided bound of the mean at this confidence, so it "
                         "holds on samples the search did not see (default 0.95; 0.5: the mean over the samples)")
