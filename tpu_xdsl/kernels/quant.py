@@ -225,7 +225,8 @@ def quantize_tensor(x: np.ndarray, scale: float | np.ndarray, zero_point: int = 
         raise ValueError(f"round mode '{round_mode}': choose one of {', '.join(ROUND_MODES)}")
     info = int_info(dtype)
     # Clip before the integer conversion: inf, NaN (-> 0) and huge values have no int64.
-    rounded = np.clip(np.nan_to_num(rounded), info.min - zero_point, info.max - zero_point)
+    rounded = np.asarray(rounded, dtype=np.float64)  # a fresh array (0-d for a scalar), clipped in place
+    clip_nan_as_zero(rounded, info.min - zero_point, info.max - zero_point)
     return saturate(rounded.astype(np.int64) + zero_point, dtype)
 
 
