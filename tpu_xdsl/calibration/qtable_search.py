@@ -355,8 +355,7 @@ class Search:
     mode: str = "INT8"
     progress: Callable[[int], None] = lambda n: None
     confidence: float = DEFAULT_CONFIDENCE
-    cache: dict[Config, float] = field(default_factory=dict)
-    means: dict[Config, float] = field(default_factory=dict)
+    cache: dict[Config, float] = field(default_factory=dict)  # the score: the bound
     per_sample: dict[Config, tuple[float, ...]] = field(default_factory=dict)
 
     def scores(self, configs: Iterable[Config]) -> list[float]:
@@ -365,7 +364,6 @@ class Search:
         if missing:
             for config, per_sample in zip(missing, self.scorer(missing), strict=True):
                 self.cache[config] = lower_bound(per_sample, self.confidence)
-                self.means[config] = lower_bound(per_sample, 0.5)
                 self.per_sample[config] = tuple(per_sample)
         return [self.cache[c] for c in configs]
 
@@ -375,11 +373,15 @@ class Search:
     def score_of(self, ops: Iterable[Candidate]) -> float:
         return self.scores([self.floated(ops)])[0]
 
+    def mean(self, config: Config) -> float:
+        """A scored configuration's plain mean over the samples (the bound at confidence 0.5)."""
+        return lower_bound(self.per_sample[config], 0.5)
+
     def reached(self, config: Config) -> str:
         """A scored configuration's score for an error message, with its mean beside a bound."""
         if self.confidence <= 0.5:
             return f"{self.cache[config]:.6f}"
-        return f"{self.cache[config]:.6f} (lower {self.confidence:.0%} bound; mean {self.means[config]:.6f})"
+        return f"{self.cache[config]:.6f} (lower {self.confidence:.0%} bound; mean {self.mean(config):.6f})"
 
     @property
     def lower(self) -> str:
@@ -410,7 +412,7 @@ def run_search(
     if all_mode >= target and not sensitivity_when_met:
         base = search.per_sample[Config(mode)]
         return SearchResult(mode, [], [], all_mode, all_mode, all_float, total_macs, len(search.cache),
-                            search.means[Config(mode)], base, base)
+                            search.mean(Config(mode)), base, base)
     if before_sensitivity is not None:
         before_sensitivity(all_mode, all_float)
     configs = [Config.of(float_mode, {c.name: mode}) for c in ops] + [search.floated([c]) for c in ops]
@@ -430,7 +432,7 @@ def run_search(
     score = search.score_of(chosen)
     table = search.floated(chosen)
     return SearchResult(mode, sensitivities, chosen, score, all_mode, all_float, total_macs, len(search.cache),
-                        search.means[table], search.per_sample[table], search.per_sample[Config(mode)])
+                        search.mean(table), search.per_sample[table], search.per_sample[Config(mode)])
 
 
 def search_qtable(
