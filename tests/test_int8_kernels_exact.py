@@ -631,3 +631,51 @@ def test_copysign_half_is_numpys_copysign_bit_for_bit():
     got = np.empty_like(p)
     _copysign_half(p, got)
     assert np.array_equal(got.view(np.int64), np.copysign(0.5, p).view(np.int64))
+
+
+@pytest.mark.parametrize(
+    ("multiplier", "rshift", "largest", "possible"),
+    [
+        ([3 << 8], [10], 1, False),  # 3/4: v = 1 gives 0.75, no half
+        ([3 << 8], [10], 2, True),  # v = 2 gives 1.5
+        ([1 << 30], [31], 1, True),  # 1/2
+        ([(1 << 31) - 1], [40], (1 << 39) - 1, False),  # odd m: a tie needs 2^39 | v
+        ([(1 << 31) - 1], [40], 1 << 39, True),
+        ([5 << 6], [6], 1 << 40, False),  # m / 2^s = 5: integers only
+        ([0], [20], 1 << 40, False),
+        ([7, 1 << 19], [20], 1, True),  # per channel: the second one halves
+        ([7, 3 << 10], [20, 20], 255, False),  # exponents 20 and 10: 255 < 2^9
+        ([7, 3 << 10], [20, 20], 512, True),
+        ([7], [20, 12], 2047, False),  # one multiplier, a shift per channel
+        ([7], [20, 12], 2048, True),
+    ],
+)
+def test_ties_possible_by_hand(multiplier, rshift, largest, possible):
+    from tpu_xdsl.kernels.int8_sums import ties_possible
+
+    assert ties_possible(np.array(multiplier), np.array(rshift), largest) is possible
+    if not possible:  # brute force: no v in range rounds from a tie
+        m = np.broadcast_to(np.array(multiplier, dtype=object), np.broadcast_shapes(len(multiplier), len(rshift)))
+        s = np.broadcast_to(np.array(rshift, dtype=object), m.shape)
+        v = range(-min(largest, 4096), min(largest, 4096) + 1)
+        assert not any((x * int(mc)) % (1 << int(sc)) == 1 << (int(sc) - 1) for mc, sc in zip(m, s) for x in v if sc)
+
+
+def test_requantization_without_ties_takes_rint():
+    """A conv sum scaled by an odd multiplier over a large shift has no ties: the float64
+    plan rounds by rint (fewer passes than half away from zero), with the same codes."""
+    from tpu_xdsl.kernels.int8_sums import _REQUANT_PLANS, FloatRequant
+
+    rng = np.random.default_rng(5)
+    acc = rng.integers(-(1 << 20), 1 << 20, (1, 8, 5, 7)).astype(np.float32)
+    bias = rng.integers(-1000, 1000, 8).astype(np.int32)
+    mult = (rng.integers(1 << 29, 1 << 30, 8) | 1).tolist()
+    for zo in (0, 3, -4):
+        attrs = {"multiplier": mult, "rshift": [34], "round_mode": "half_away_from_zero", "output_zero_point": zo}
+        result = ResultSpec(acc.shape, np.dtype(np.int8))
+        got = finish_sum(acc, bias, attrs, result, 1 << 20)
+        (plan, _), = [entry[2] for key, entry in _REQUANT_PLANS._entries.items() if entry[0] is attrs]
+        assert isinstance(plan, FloatRequant) and plan.rounding == "rint"
+        total = acc.astype(np.int64) + bias.reshape(1, -1, 1, 1)
+        expected = requantize_array_ref(total, np.array(mult), 34, zo, np.int8, "half_away_from_zero", False)
+        np.testing.assert_array_equal(got, expected)

@@ -196,6 +196,10 @@ def _float_requant(
     if largest >= 1 << 53 or np.abs(multiplier).max() >= 1 << 53:  # acc + bias, m / 2^s exact
         return None
     offset, rounding, zo_after = float_rounding(mode, zo)
+    if rounding in ("away", "rint") and not ties_possible(multiplier, rshift, largest):
+        # No value sits halfway between two integers: every round-to-nearest mode is rint,
+        # and rint(p + zo) = rint(p) + zo (two passes fewer than away's copysign and add).
+        offset, rounding, zo_after = float(zo), "rint", 0
     return FloatRequant(
         scale=np.broadcast_to(multiplier / np.exp2(rshift.astype(np.float64)), (channels,)),
         bias=None if bias is None or not bias.any() else bias.reshape(-1).astype(np.float64),
@@ -203,6 +207,21 @@ def _float_requant(
         rounding=rounding,
         zo_after=zo_after,
     )
+
+
+def ties_possible(multiplier: np.ndarray, rshift: np.ndarray, largest: int) -> bool:
+    """Whether some v * m / 2^s, |v| <= `largest` an integer, can be a tie (an odd multiple
+    of 1/2), per channel. With m = odd * 2^t and e = s - t, v * m / 2^s = v * odd / 2^e:
+    for e <= 0 an integer; else a tie needs v * odd = 2^(e-1) (mod 2^e), so 2^(e-1)
+    divides v (odd is odd), impossible for 0 < |v| < 2^(e-1) (v = 0 gives 0)."""
+    m, s = np.broadcast_arrays(np.abs(np.asarray(multiplier, np.int64)), np.asarray(rshift, np.int64))
+    nonzero = m != 0
+    if not nonzero.any():
+        return False
+    lowest_bit = (m & -m)[nonzero]
+    exponents = s[nonzero] - np.log2(lowest_bit.astype(np.float64)).astype(np.int64)
+    rounded = exponents[exponents >= 1]
+    return rounded.size > 0 and largest >= 1 << (int(rounded.min()) - 1)
 
 
 def float_rounding(mode: str, zo: int) -> tuple[float, str, int]:
