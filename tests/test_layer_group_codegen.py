@@ -117,3 +117,53 @@ def test_every_codegen_graph_gives_the_same_int8_outputs_grouped(graph, scheme, 
         outputs[name] = run_model(codegen(module), feeds).outputs
     for key, value in outputs["alone"].items():
         np.testing.assert_array_equal(outputs["grouped"][key], value, err_msg=key)
+
+
+@pytest.mark.parametrize(
+    ("kind", "attrs", "rows_in", "rows_out"),
+    [
+        ("interp", {"mode": "nearest", "coordinate_mode": "asymmetric", "nearest_mode": "floor",
+                    "scales": [1.0, 1.0, 2.0, 2.0]}, 10, 20),
+        ("interp", {"mode": "nearest", "coordinate_mode": "asymmetric", "nearest_mode": "floor",
+                    "scales": [1.0, 1.0, 8.0, 1.0]}, 5, 40),
+        ("interp", {"mode": "nearest", "coordinate_mode": "half_pixel", "nearest_mode": "round_prefer_floor",
+                    "scales": [1.0, 1.0, 1.5, 2.0]}, 11, 16),
+        ("interp", {"mode": "nearest", "coordinate_mode": "align_corners", "nearest_mode": "round_prefer_ceil"},
+         7, 19),
+        ("interp", {"mode": "nearest", "coordinate_mode": "half_pixel", "nearest_mode": "round_prefer_floor"},
+         12, 5),  # shrinking
+        ("upsample", {"scale_h": 3, "scale_w": 2}, 6, 18),
+    ],
+)
+def test_a_nearest_resize_sliced_along_rows_gives_the_rows_of_the_whole(kind, attrs, rows_in, rows_out):
+    """Every row box of the output, computed by the kernel from the operand box and the
+    attributes `slicing.plan` gives, equals those rows of the whole resize."""
+    from tpu_xdsl.backend import slicing
+    from tpu_xdsl.kernels import ResultSpec
+    from tpu_xdsl.kernels.tpu import TPU_KERNELS
+
+    x_shape = (1, 3, rows_in, 4)
+    out_shape = (1, 3, rows_out, 4 * (2 if attrs.get("scales", [0, 0, 0, 2])[3] == 2 or kind == "upsample" else 1))
+    shape = slicing.OpShape(kind, attrs, (x_shape,), (False,), (out_shape,))
+    assert 2 in slicing.splittable_axes(shape)
+    x = np.random.default_rng(0).integers(-128, 128, x_shape).astype(np.int8)
+    (whole,) = TPU_KERNELS[kind]([x], dict(attrs), [ResultSpec(out_shape, np.dtype(np.int8))])
+    for start in range(rows_out):
+        for size in range(1, rows_out - start + 1):
+            box = ((0, 1), (0, 3), (start, size), (0, out_shape[3]))
+            plan = slicing.plan(shape, box)
+            (x_box,) = plan.operands
+            assert x_box is not None
+            part = x[tuple(slice(s, s + n) for s, n in x_box)]
+            (got,) = TPU_KERNELS[kind]([part], plan.attrs, [ResultSpec(slicing.sizes(box), np.dtype(np.int8))])
+            np.testing.assert_array_equal(got, whole[:, :, start : start + size], err_msg=f"rows {start}+{size}")
+
+
+def test_a_linear_resize_is_not_cut_along_rows():
+    from tpu_xdsl.backend import slicing
+
+    attrs = {"mode": "linear", "coordinate_mode": "half_pixel", "scales": [1.0, 1.0, 2.0, 2.0]}
+    shape = slicing.OpShape("interp", attrs, ((1, 3, 8, 8),), (False,), ((1, 3, 16, 16),))
+    assert slicing.splittable_axes(shape) == [0, 1]
+    with pytest.raises(ValueError, match="rows"):
+        slicing.plan(shape, ((0, 1), (0, 3), (0, 8), (0, 16)))

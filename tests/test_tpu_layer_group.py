@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from tests.test_codegen import lower, model_of, node, weight
+from tests.test_codegen import init, lower, model_of, node, weight
 from tests.test_layer_group_codegen import conv_chain
 from tpu_xdsl.backend.codegen import CodegenError, codegen
 from tpu_xdsl.device.chip import chip_config
@@ -140,6 +140,59 @@ def test_a_branch_meeting_in_a_concat_runs_in_one_group_bit_for_bit(chip, tmp_pa
     got = run_model(codegen(tpu), feeds).outputs
     for name, value in expected.items():
         np.testing.assert_array_equal(got[name], value, err_msg=name)
+
+
+def fpn_model(scale: float = 2.0, mode: str = "nearest"):
+    """A feature pyramid's top-down step: a stride-2 conv of x resized back up (ONNX
+    Resize), added to a 1x1 conv of x, then a 3x3 conv."""
+    nodes = [
+        node("Conv", ["x", "w1", "b1"], ["low"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+        node("Resize", ["low", "", "scales"], ["up"], mode=mode),
+        node("Conv", ["x", "w2", "b2"], ["lat"], kernel_shape=[1, 1]),
+        node("Add", ["up", "lat"], ["s"]),
+        node("Conv", ["s", "w3", "b3"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+    ]
+    inits = [weight("w1", [16, 8, 3, 3]), weight("b1", [16], 0.1), init("scales", [1, 1, scale, scale]),
+             weight("w2", [16, 8, 1, 1]), weight("b2", [16], 0.1), weight("w3", [8, 16, 3, 3]), weight("b3", [8], 0.1)]
+    return model_of(nodes, [("x", [1, 8, 96, 64])], "y", inits, opset=13)
+
+
+@pytest.mark.parametrize(("chip", "scheme"), [("cv183x", "INT8"), ("bm1684x", "INT8"), ("bm1684x", "F16")])
+def test_a_nearest_resize_runs_inside_a_group_bit_for_bit(chip, scheme, tmp_path):
+    """The upsampled map stays in local memory: each step of the group resizes the input
+    rows its output rows copy, and the program equals the interpreter; grouped, it moves
+    fewer DDR bytes than with the resize left out of groups."""
+    from tests.test_layer_group_codegen import ddr_bytes
+    from tpu_xdsl.backend.layer_groups import steps
+
+    tpu, feeds = lower(fpn_model(), scheme, chip, tmp_path)
+    expected = ModuleRunner(tpu, weights_of(tpu)).run(feeds)
+    without = tpu.clone()
+    from tpu_xdsl.weights import attach_weights
+
+    attach_weights(without, dict(weights_of(tpu)))
+    report = layer_group(tpu)
+    (plan,) = [plan for plan in report.plans if "tpu.interp" in {op.name for op in plan.ops}]
+    assert len(plan.steps) > 1 or chip == "bm1684x"  # cv183x's 32 KiB lanes cut it along rows
+    assign_memory(tpu)
+    grouped = codegen(tpu)
+    got = run_model(grouped, feeds).outputs
+    for name, value in expected.items():
+        np.testing.assert_array_equal(got[name], value, err_msg=name)
+    original = steps.GROUPABLE
+    steps.GROUPABLE = original - {"interp"}
+    try:
+        layer_group(without)
+    finally:
+        steps.GROUPABLE = original
+    assign_memory(without)
+    assert ddr_bytes(grouped) < ddr_bytes(codegen(without))
+
+
+def test_a_linear_resize_stays_out_of_groups(tmp_path):
+    tpu, _ = lower(fpn_model(mode="linear"), "INT8", "bm1684x", tmp_path)
+    report = layer_group(tpu)
+    assert all("tpu.interp" not in {op.name for op in plan.ops} for plan in report.plans)
 
 
 def test_weights_go_clear_of_the_group_before_first():

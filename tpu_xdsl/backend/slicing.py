@@ -18,7 +18,8 @@ A box is a tuple of (start, size) per dim. Families:
 - deconv: N, output channels and output rows through the transposed window;
 - matmul: batch dims, rows and columns;
 - rows (softmax, layer_norm, reduce, ...): every axis the op does not reduce;
-- resize (interp, upsample): N and channels;
+- resize (interp, upsample): N and channels, and rows for nearest ones (the input rows
+  the output rows copy);
 - concat (with requantization): every axis but the concat axis;
 - grid_sample: N, channels and the output points (the input whole spatially);
 - whole: ops that cannot be cut.
@@ -30,6 +31,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from tpu_xdsl.kernels import op_kinds
 from tpu_xdsl.kernels.conv_pool import spatial_params
@@ -103,7 +106,9 @@ def splittable_axes(op: OpShape) -> list[int]:
             return []
         return [*range(rank - 2), rank - 2, rank - 1] if rank >= 2 else []
     if kind in op_kinds.RESIZE:
-        return [0, 1] if rank == 4 else []
+        if rank != 4:
+            return []
+        return [0, 2, 1] if _nearest(op) else [0, 1]
     if kind in ("softmax", "log_softmax"):
         axis = int(op.attrs.get("axis", -1)) % rank
         return [a for a in _nhc(rank) if a != axis]
@@ -352,11 +357,41 @@ def _concat(op: OpShape, out_box: Box) -> SlicePlan:
     return SlicePlan([out_box], boxes, attrs)
 
 
+def _nearest(op: OpShape) -> bool:
+    """A resize whose output rows each copy one input row: upsample, nearest interp."""
+    return op.kind == "upsample" or (op.kind == "interp" and op.attrs.get("mode") == "nearest")
+
+
 def _resize(op: OpShape, out_box: Box) -> SlicePlan:
+    """N and channels of the box; for a nearest resize also rows: the input rows its
+    output rows copy (the kernel's own map, `source_rows`), with the map given to the
+    kernel relative to them. Columns whole."""
     x_shape = op.operands[0]
     assert x_shape is not None
-    box = (out_box[0], out_box[1], *whole(x_shape[2:]))
-    return SlicePlan([out_box], [box, *(None if s is None else whole(s) for s in op.operands[1:])], dict(op.attrs))
+    rows_box = whole(x_shape[2:])
+    attrs = dict(op.attrs)
+    start, size = out_box[2]
+    if (start, size) != (0, op.results[0][2]):
+        if not _nearest(op):
+            raise ValueError(f"{op.kind} in mode {op.attrs.get('mode')} cannot be cut along its rows")
+        rows = source_rows(op)[start : start + size]
+        low = int(rows.min())
+        rows_box = ((low, int(rows.max()) - low + 1), *rows_box[1:])
+        attrs["source_rows"] = [int(r) - low for r in rows]
+    box = (out_box[0], out_box[1], *rows_box)
+    return SlicePlan([out_box], [box, *(None if s is None else whole(s) for s in op.operands[1:])], attrs)
+
+
+def source_rows(op: OpShape) -> np.ndarray:
+    """The input row each output row of a nearest resize copies: its kernel run on the
+    row numbers."""
+    from tpu_xdsl.kernels import ResultSpec, load_all
+
+    x_shape, out = op.operands[0], op.results[0]
+    assert x_shape is not None
+    index = np.arange(x_shape[2], dtype=np.float64).reshape(1, 1, -1, 1)
+    (mapped,) = load_all()[op.kind]([index], dict(op.attrs), [ResultSpec((1, 1, out[2], 1), np.dtype(np.float64))])
+    return np.asarray(mapped)[0, 0, :, 0].astype(np.int64)
 
 
 def _grid_sample(op: OpShape, out_box: Box) -> SlicePlan:

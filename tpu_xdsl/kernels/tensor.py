@@ -223,15 +223,20 @@ def interp(
     """ONNX Resize (nearest, linear, cubic with a = -0.75) to the result type's size.
 
     `scales` (when given) drive the coordinate mapping as in ONNX, where
-    floor(size * scale) may differ from the exact ratio of the sizes.
+    floor(size * scale) may differ from the exact ratio of the sizes. `source_rows`
+    (a nearest resize's rows of a slice, `backend.slicing`) gives the input row of each
+    output row instead.
     """
     x = inputs[0]
     out_shape = results[0].shape
     scales = attrs.get("scales")
+    rows = attrs.get("source_rows")
+    if rows is not None:
+        x = np.take(x, np.asarray(rows, dtype=np.intp), axis=2)
     axes = [
         a
         for a, (size, out) in enumerate(zip(x.shape, out_shape, strict=True))
-        if out != size or (scales and not math.isclose(scales[a], 1.0))
+        if (out != size or (scales and not math.isclose(scales[a], 1.0))) and not (rows is not None and a == 2)
     ]
     # Shrinking axes first (less data after), then the last axis (its gathers
     # are strided, the costly kind) while the data is still small.
@@ -247,8 +252,13 @@ def interp(
 def upsample(
     inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultSpec]
 ) -> list[np.ndarray]:
-    """Nearest upsampling of NCHW by integer factors: each pixel repeated."""
-    y = np.repeat(inputs[0], attrs["scale_h"], axis=2)
+    """Nearest upsampling of NCHW by integer factors: each pixel repeated (the rows, or
+    the input rows `source_rows` names, for a slice)."""
+    rows = attrs.get("source_rows")
+    if rows is not None:
+        y = np.take(inputs[0], np.asarray(rows, dtype=np.intp), axis=2)
+    else:
+        y = np.repeat(inputs[0], attrs["scale_h"], axis=2)
     return [np.repeat(y, attrs["scale_w"], axis=3)]
 
 

@@ -29,7 +29,8 @@ from tpu_xdsl.backend import slicing
 from tpu_xdsl.backend.slicing import Box, OpShape, SlicePlan
 from tpu_xdsl.kernels import op_kinds
 
-GROUPABLE = op_kinds.ELEMENTWISE | op_kinds.WINDOW | {"concat"}
+# Resizes join only in nearest mode (`can_join`: rows cut; their rows copy input rows).
+GROUPABLE = op_kinds.ELEMENTWISE | op_kinds.WINDOW | op_kinds.RESIZE | {"concat"}
 
 
 @dataclass(frozen=True)
