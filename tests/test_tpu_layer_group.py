@@ -195,6 +195,59 @@ def test_a_linear_resize_stays_out_of_groups(tmp_path):
     assert all("tpu.interp" not in {op.name for op in plan.ops} for plan in report.plans)
 
 
+def interleaved_branches():
+    """Two chains of x, conv -> sigmoid -> conv, written as exporters interleave them
+    (each step of one branch, then the same step of the other), then concatenated along
+    rows (an op no group takes: no group can end where both chains meet)."""
+    nodes = [
+        node("Conv", ["x", "wa1", "ba1"], ["a1"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        node("Conv", ["x", "wb1", "bb1"], ["b1"], kernel_shape=[1, 1]),
+        node("Sigmoid", ["a1"], ["sa"]),
+        node("Sigmoid", ["b1"], ["sb"]),
+        node("Conv", ["sa", "wa2", "ba2"], ["a2"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        node("Conv", ["sb", "wb2", "bb2"], ["b2"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        node("Concat", ["a2", "b2"], ["y"], axis=2),
+    ]
+    inits = [weight("wa1", [16, 8, 3, 3]), weight("ba1", [16], 0.1), weight("wb1", [16, 8, 1, 1]),
+             weight("bb1", [16], 0.1), weight("wa2", [8, 16, 3, 3]), weight("ba2", [8], 0.1),
+             weight("wb2", [8, 16, 3, 3]), weight("bb2", [8], 0.1)]
+    return model_of(nodes, [("x", [1, 8, 128, 96])], "y", inits)
+
+
+def _names(ops) -> list[str]:
+    from tpu_xdsl.dialects.module import tensor_names
+
+    return [(tensor_names(op) or [op.name])[0] for op in ops]
+
+
+def test_chain_order_follows_each_branch_and_keeps_a_chain_as_it_is(tmp_path):
+    from tpu_xdsl.backend.layer_groups.order import chain_order
+
+    tpu, _ = lower(interleaved_branches(), "INT8", "bm1684x", tmp_path)
+    ops = [op for op in main_func(tpu).body.block.ops if op.name.startswith("tpu.")]
+    assert _names(ops) == ["x_int8", "a1", "b1", "sa", "sb", "a2", "b2", "y_int8", "y"]
+    assert _names(chain_order(ops)) == ["x_int8", "a1", "sa", "a2", "b1", "sb", "b2", "y_int8", "y"]
+    chain, _ = lower(conv_chain(), "INT8", "bm1684x", tmp_path)
+    ops = [op for op in main_func(chain).body.block.ops if op.name.startswith("tpu.")]
+    assert chain_order(ops) == ops
+
+
+@pytest.mark.parametrize("chip", ["cv183x", "bm1684x"])
+def test_interleaved_branches_are_grouped_chain_by_chain_bit_for_bit(chip, tmp_path):
+    """tpu-layer-group reorders the branches (its cost model finds that cheaper) and
+    groups each chain; the program equals the interpreter."""
+    tpu, feeds = lower(interleaved_branches(), "INT8", chip, tmp_path)
+    expected = ModuleRunner(tpu, weights_of(tpu)).run(feeds)
+    report = layer_group(tpu)
+    grouped = [_names(plan.ops) for plan in report.plans]
+    assert any({"a1", "sa", "a2"} <= set(names) for names in grouped), grouped
+    assert any({"b1", "sb", "b2"} <= set(names) for names in grouped), grouped
+    assign_memory(tpu)
+    got = run_model(codegen(tpu), feeds).outputs
+    for name, value in expected.items():
+        np.testing.assert_array_equal(got[name], value, err_msg=name)
+
+
 def test_weights_go_clear_of_the_group_before_first():
     from tpu_xdsl.backend.layer_groups.layout import _place_weights
 

@@ -14,7 +14,9 @@ codegen emits with dependency tokens). Every op inside carries `ginfo`
 (#tpu.lg_info): its buffers' lane addresses and its slice at every step.
 
 `opt=2` chooses the groups by dynamic programming over their estimated cycles,
-`opt=1` greedily. The logic lives in `backend.layer_groups` (choice, planning,
+`opt=1` greedily. Where the program interleaves independent branches, the ops are
+first put in an order that follows each chain (`layer_groups.order`) when the groups
+of that order are estimated cheaper. The logic lives in `backend.layer_groups` (choice, planning,
 steps, local-memory layout, cost, the IR of a group); this file is the pass.
 """
 
@@ -37,6 +39,7 @@ from tpu_xdsl.backend.layer_groups import (
     choose_greedy,
     choose_groups,
 )
+from tpu_xdsl.backend.layer_groups.order import chain_order, place_in_order
 from tpu_xdsl.device.chip import chip_config
 from tpu_xdsl.dialects.module import main_func
 from tpu_xdsl.errors import TpuXdslError
@@ -62,8 +65,16 @@ def layer_group(module: ModuleOp, opt: int = 2) -> GroupReport:
     )
     repack_first_convs(module, chip)
     split_block_deconvs(module, chip)
-    ops = [op for op in main_func(module).body.block.ops if op.name not in _SKIPPED]
-    report = choose_groups(GroupPlanner(chip, is_weight), ops, opt)
+    block = main_func(module).body.block
+    ops = [op for op in block.ops if op.name not in _SKIPPED]
+    planner = GroupPlanner(chip, is_weight)
+    report = choose_groups(planner, ops, opt)
+    chained = chain_order(ops)
+    if chained != ops:  # interleaved branches: keep the order whose groups cost less
+        other = choose_groups(planner, chained, opt)
+        if other.grouped_cycles < report.grouped_cycles:
+            place_in_order(block, chained)
+            report = other
     build_groups(report.plans)
     module.attributes["module.state"] = StringAttr(GROUPED_STATE)
     return report
