@@ -85,6 +85,47 @@ def test_a_5x5_stem_on_2_channels_folds_all_its_taps_into_channels(tmp_path):
     assert _conv_cycles(program) == 3136
 
 
+def _stem_3x3():
+    return model_of(
+        [node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+         node("Relu", ["c"], ["y"])],
+        [("x", [1, 3, 320, 320])], "y", [weight("w", [16, 3, 3, 3], 0.1), weight("b", [16], 0.1)],
+    )
+
+
+def test_a_3x3_stem_folds_all_its_taps_inside_its_layer_group(tmp_path):
+    """A MobileNet stem (3x3 stride 2 on 3 channels) on bm1684x: 27 folded channels fit
+    one pass, so the fold joins the group of the input's cast and the conv, a local move
+    timed at the DMA's rate (latency + bytes / (DDR -> local bytes per cycle)), cut along
+    rows with the conv; bit for bit. cv183x's DMA (4 GB/s at 650 MHz) makes the move
+    cost more than the 8 taps save: not folded there."""
+    from tpu_xdsl.device.chip import chip_config
+
+    chip = "bm1684x"
+    tpu, feeds = lower(_stem_3x3(), "INT8", chip, tmp_path)
+    _, program = _compiled_equal(tpu, feeds)
+    (group,) = [op for op in tpu.walk() if op.name == "tpu.group"]
+    inside = {op.name for op in group.regions[0].block.ops}
+    assert {"tpu.cast", "tpu.fold_taps", "tpu.conv"} <= inside
+    folds = [i for i in program.instructions if isinstance(i, Compute) and i.kind == "fold_taps"]
+    assert sum(i.outputs[0].view[2] for i in folds) == 160 and all(i.outputs[0].view[1] == 27 for i in folds)
+    config = chip_config(chip)
+    rate = config.ddr_to_lmem_bytes_per_s / config.clock_hz
+    for fold in folds:
+        moved = 27 * fold.outputs[0].view[2] * 160
+        assert cycles_of(config, fold) == config.compute_latency + config.dma_latency + -(-moved // rate)
+    (tmp_path / "cv183x").mkdir()
+    slow, feeds = lower(_stem_3x3(), "INT8", "cv183x", tmp_path / "cv183x")
+    _compiled_equal(slow, feeds)
+    assert not [op for op in slow.walk() if op.name == "tpu.fold_taps"]
+
+
+def cycles_of(chip, instruction) -> int:
+    from tpu_xdsl.device.timing import cycles
+
+    return cycles(chip, instruction)
+
+
 def test_a_small_stem_is_not_folded_where_the_copies_cost_more_than_the_taps_save(tmp_path):
     tpu, feeds = lower(_stem_5x5(2, 16), "INT8", "bm1684x", tmp_path)
     _compiled_equal(tpu, feeds)

@@ -167,3 +167,37 @@ def test_a_linear_resize_is_not_cut_along_rows():
     assert slicing.splittable_axes(shape) == [0, 1]
     with pytest.raises(ValueError, match="rows"):
         slicing.plan(shape, ((0, 1), (0, 3), (0, 8), (0, 16)))
+
+
+@pytest.mark.parametrize(
+    ("attrs", "x_shape", "out_shape"),
+    [
+        ({"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}, (1, 3, 13, 9), (1, 27, 7, 5)),
+        ({"kernel_shape": [5, 5], "strides": [2, 2], "pads": [2, 1, 2, 2]}, (2, 2, 11, 10), (2, 50, 6, 5)),
+        ({"kernel_shape": [2, 3], "strides": [1, 1], "pads": [0, 1, 0, 1]}, (1, 3, 6, 4), (1, 18, 5, 4)),
+    ],
+)
+def test_a_whole_fold_sliced_along_rows_gives_the_rows_of_the_whole(attrs, x_shape, out_shape):
+    """fold_taps (a stem's taps as channels) cut like a window: every row box of the
+    output from the input rows with the halo and the pads moved to the slice's edges."""
+    from tpu_xdsl.backend import slicing
+    from tpu_xdsl.kernels import ResultSpec
+    from tpu_xdsl.kernels.tpu import TPU_KERNELS
+
+    shape = slicing.OpShape("fold_taps", attrs, (x_shape,), (False,), (out_shape,))
+    assert slicing.splittable_axes(shape) == [0, 2]
+    x = np.random.default_rng(1).integers(-128, 128, x_shape).astype(np.int8)
+    (whole,) = TPU_KERNELS["fold_taps"]([x], dict(attrs), [ResultSpec(out_shape, np.dtype(np.int8))])
+    rows = out_shape[2]
+    for start in range(rows):
+        for size in range(1, rows - start + 1):
+            box = ((0, out_shape[0]), (0, out_shape[1]), (start, size), (0, out_shape[3]))
+            plan = slicing.plan(shape, box)
+            (x_box,) = plan.operands
+            assert x_box is not None and x_box[1] == (0, x_shape[1])
+            part = x[tuple(slice(s, s + n) for s, n in x_box)]
+            (got,) = TPU_KERNELS["fold_taps"]([part], plan.attrs, [ResultSpec(slicing.sizes(box), np.dtype(np.int8))])
+            np.testing.assert_array_equal(got, whole[:, :, start : start + size], err_msg=f"rows {start}+{size}")
+    by_rows = slicing.OpShape("fold_taps", {"kernel_shape": [7, 1], "strides": [2, 1], "pads": [3, 0, 2, 0]},
+                              ((1, 3, 16, 16),), (False,), ((1, 21, 8, 16),))
+    assert slicing.splittable_axes(by_rows) == []  # a fold by rows keeps the input's width: alone

@@ -6,13 +6,17 @@ channels keeps 3 of the array's 64 input-channel slots busy for every tap. Folde
 input becomes `tpu.fold_taps` of the padded input: channel (i x kw + j) x C + c holds tap
 (i, j)'s window of channel c. All kh x kw taps fold when kh x kw x C fit the array's
 input-channel parallelism, and the convolution becomes a 1 x 1 one; else the kernel rows
-fold, and it becomes a 1 x kw one with stride (1, sw) over kh x C channels. The pad and
-the fold only move data: codegen emits the pad as a fill and a copy and the fold as one
-strided DDR copy. The filter is the same integers reordered; the int32 sums are the same,
-so the results are the interpreter's bit for bit.
+fold, and it becomes a 1 x kw one with stride (1, sw) over kh x C channels. The fold only
+moves data. Folded whole, it joins the conv's layer group (with the op computing its
+input, the model input's cast say) as a move of local memory across lanes, which the
+chip's DMA engine does (`timing.local_move_cycles`); folded by rows, its output keeps the
+input's width, and it runs on its own (loaded, moved, stored; priced here as the DDR
+copies that would do the same). The
+filter is the same integers reordered; the int32 sums are the same, so the results are
+the interpreter's bit for bit.
 
-Only where it pays: the taps saved on the array must outweigh the DMA copies
-(`timing`'s figures).
+Only where it pays: the taps saved on the array must outweigh twice the local move, or
+the DDR copies and what they cost the op before (`timing`'s figures).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from tpu_xdsl.backend.codegen.dma import fold_plan
 from tpu_xdsl.device.chip import ChipConfig
+from tpu_xdsl.device.timing import local_move_cycles
 from tpu_xdsl.dialects import op_class
 from tpu_xdsl.dialects.attr_values import from_py
 from tpu_xdsl.dialects.module import main_func, tensor_names
@@ -68,6 +73,8 @@ def _paying_fold(op: Operation, chip: ChipConfig, module: ModuleOp) -> tuple[int
     _, _, oh, ow = _shape(op.results[0])
     rows = math.ceil(oc / chip.npu_num) * math.ceil(n * oh * ow / chip.pixel_parallel["INT8"])
     saved = rows * (kh * kw - (kh // fh) * (kw // fw))
+    if fw > 1:  # every tap: the fold runs in the conv's layer group, a local move
+        return fold if saved > 2 * local_move_cycles(chip, n * fh * fw * c * oh * ow) else None
     copy_rate = min(chip.ddr_to_lmem_bytes_per_s, chip.lmem_to_ddr_bytes_per_s) / chip.clock_hz
     folded = (n, fh * fw * c, oh, ow if fw > 1 else width)
     plan = fold_plan(tuple(_shape(op.operands[0])), folded, _fold_attrs(op, fh, fw))

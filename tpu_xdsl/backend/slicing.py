@@ -15,6 +15,7 @@ A box is a tuple of (start, size) per dim. Families:
   of a features-last INT8 tensor);
 - window (conv, max_pool, avg_pool): N, output channels and output rows (3-D: frames
   and rows); input rows with the window's halo, the pads moved to the slice's edges;
+  fold_taps (a stem's taps folded into channels, `first_conv`) alike, on N and rows;
 - deconv: N, output channels and output rows through the transposed window;
 - matmul: batch dims, rows and columns;
 - rows (softmax, layer_norm, reduce, ...): every axis the op does not reduce;
@@ -91,6 +92,11 @@ def splittable_axes(op: OpShape) -> list[int]:
         if kind == "lut" and op.operands[1] is not None and len(op.operands[1]) == 2 and rank < 2:
             return []
         return _nhc(rank)
+    if kind == "fold_taps":
+        # An output channel mixes a tap and an input channel: not cut. Only whole folds
+        # (columns too) are cut along rows: a fold by rows keeps the input's width, and
+        # goes through DDR (`first_conv`).
+        return [0, 2] if rank == 4 and list(op.attrs.get("kernel_shape") or [1, 1])[1] > 1 else []
     if kind in op_kinds.WINDOW:
         if rank not in (4, 5):
             return [0]
@@ -145,7 +151,7 @@ def plan(op: OpShape, out_box: Box) -> SlicePlan:
     kind = op.kind
     if kind in op_kinds.ELEMENTWISE:
         return _elementwise(op, out_box)
-    if kind in op_kinds.WINDOW:
+    if kind in op_kinds.WINDOW or kind == "fold_taps":
         return _window(op, out_box)
     if kind == "deconv":
         return _deconv(op, out_box)
@@ -239,7 +245,7 @@ def _window(op: OpShape, out_box: Box) -> SlicePlan:
     in_box = [(n0, nn), (0, x_shape[1])] + [(0, d) for d in x_shape[2:]]
     group = int(attrs.get("group", 1))
     per_channel_input = op.kind != "conv" or (group > 1 and group == x_shape[1] == out[1])
-    if per_channel_input:
+    if per_channel_input and op.kind != "fold_taps":  # a fold reads every input channel
         in_box[1] = (c0, cn)
         if op.kind == "conv":
             attrs["group"] = cn

@@ -12,6 +12,8 @@
   elements per EU) cycles per pass over the output (pooling: a pass per tap;
   transcendental and normalization ops: several passes; INT8 per-channel
   factors along the last axis, `channel_axis`: one more).
+- A stem's taps folded into channels inside a layer group (`fold_taps`) move across
+  lanes: timed as a DMA move at the DDR -> local rate.
 - Compute instructions add a fixed issue latency.
 """
 
@@ -150,6 +152,8 @@ def compute_cycles(chip: ChipConfig, instruction: Compute) -> int:
                 * math.ceil(pixels / chip.pixel_parallel.get(mode, 1))
             )
         return chip.compute_latency + cycles
+    if kind in LOCAL_MOVES:
+        return chip.compute_latency + local_move_cycles(chip, out.nbytes)
     passes = _PASSES.get(kind, 1)
     if int(attrs.get("axis" if kind == "requant" else "channel_axis", 1) or 1) != 1:
         # Per-channel factors along the last axis vary inside each lane (lanes hold axis 1):
@@ -160,6 +164,17 @@ def compute_cycles(chip: ChipConfig, instruction: Compute) -> int:
     if kind == "reduce":
         return chip.compute_latency + _elementwise(chip, data, 1)
     return chip.compute_latency + _elementwise(chip, out, passes)
+
+
+# Ops that move elements across lanes in local memory, inside a layer group: a stem's taps
+# folded into channels. The chip does that with its DMA engine, local to local; no public
+# figure gives that rate, so the device model takes the DDR -> local one.
+LOCAL_MOVES = frozenset({"fold_taps"})
+
+
+def local_move_cycles(chip: ChipConfig, nbytes: int) -> int:
+    """A local-to-local move of `nbytes`, at the DDR -> local rate, with the DMA's latency."""
+    return chip.dma_latency + math.ceil(nbytes / (chip.ddr_to_lmem_bytes_per_s / chip.clock_hz))
 
 
 def is_depthwise(instruction: Compute) -> bool:
@@ -195,6 +210,8 @@ def ideal_compute_cycles(chip: ChipConfig, instruction: Compute) -> float:
         if is_depthwise(instruction):
             return instruction.macs / vector_rate
         return instruction.macs / chip.macs_per_cycle.get(mode_of(data.dtype), 1)
+    if instruction.kind in LOCAL_MOVES:  # moves, no work of any unit
+        return 0.0
     passes = _PASSES.get(instruction.kind, 1)
     if instruction.kind in ("max_pool", "avg_pool"):
         passes = int(np.prod(instruction.attrs["kernel_shape"]))

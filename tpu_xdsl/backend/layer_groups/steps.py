@@ -30,7 +30,7 @@ from tpu_xdsl.backend.slicing import Box, OpShape, SlicePlan
 from tpu_xdsl.kernels import op_kinds
 
 # Resizes join only in nearest mode (`can_join`: rows cut; their rows copy input rows).
-GROUPABLE = op_kinds.ELEMENTWISE | op_kinds.WINDOW | op_kinds.RESIZE | {"concat"}
+GROUPABLE = op_kinds.ELEMENTWISE | op_kinds.WINDOW | op_kinds.RESIZE | {"concat", "fold_taps"}
 
 
 @dataclass(frozen=True)
