@@ -106,9 +106,10 @@ def test_grouped_device_equals_the_interpreter_bit_for_bit(top, mode, chip):
     with np.load(device_npz) as device, np.load(interp_npz) as interp:
         stored = sorted(set(device.files) & set(interp.files))
         assert {"boxes", "scores"} <= set(stored), stored
-        # Group outputs in the mode's own type too, not only the f32 outputs.
+        # Group outputs in the mode's own type too, not only the f32 outputs (the upsample
+        # and the concat run inside groups, so the neck is what leaves one in the mode).
         low = [name for name in stored if device[name].dtype != np.float32]
-        assert len(low) >= 4, low
+        assert low, stored
         for name in stored:
             assert device[name].dtype == interp[name].dtype, name
             np.testing.assert_array_equal(device[name].view(np.uint8), interp[name].view(np.uint8), err_msg=name)
