@@ -5,7 +5,8 @@ operands read whole (and operands every slice reads at the same box) are loaded 
 With two or more slices the buffers are doubled, so the load of slice i+1 overlaps the
 compute of slice i (loads run one slice ahead on the DMA queue; the dependency tokens
 guard buffer reuse). A float conv too large even in its smallest output slices is
-also cut along its input channels (`channel_parts`).
+also cut along its input channels (`channel_parts`), a float softmax whose rows are
+longer than a lane holds along its axis (`axis_parts`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import numpy as np
 from xdsl.ir import Operation, SSAValue
 
 from tpu_xdsl.backend import slicing
-from tpu_xdsl.backend.codegen import channel_parts
+from tpu_xdsl.backend.codegen import axis_parts, channel_parts
 from tpu_xdsl.backend.codegen.allocation import (
     LocalAllocator,
     choose_slices,
@@ -49,6 +50,12 @@ def emit_compute(state: CodegenState, op: Operation, kind: str, layer: str) -> N
         # its input channels, summing the parts (codegen/channel_parts.py).
         if channel_parts.applies(shape, dtypes) and channel_parts.emit(
             state, op, shape, operands, dtypes, result_dtypes[0], layer, op_macs(kind, op)
+        ):
+            return
+        # A float softmax whose rows are longer than a lane holds: also cut along its axis
+        # (codegen/axis_parts.py).
+        if axis_parts.applies(shape, dtypes) and axis_parts.emit(
+            state, op, shape, operands, dtypes, result_dtypes[0], layer
         ):
             return
         raise
