@@ -1,15 +1,16 @@
-"""A float softmax cut along its own axis, for one whose rows are longer than a lane holds
-(PP-OCRv5's recognizer: 18,385 classes, 36.8 KB of bf16 a row, on cv183x's 32 KiB lanes).
+"""A float softmax (or log-softmax) cut along its own axis, for one whose rows are longer
+than a lane holds (PP-OCRv5's recognizer: 18,385 classes, 36.8 KB of bf16 a row, on
+cv183x's 32 KiB lanes).
 
 Slices of the other axes hold one row per lane or more; each row is then read in parts of
 its axis, three times: the largest element of each part (`reduce` max), combined with
 `max`; the sum of exp(x - max) of each part, combined with `add`; and per part
-exp(x - max) / sum, stored in the result type. Every step is a kernel the device already
-has, in float32 (the storage type's values widened exactly, as the whole softmax computes
-them). Only the sum is formed in another order (part by part), so a few outputs may round
-their last bit differently from the interpreter's whole-row softmax, within the device
-check's float tolerance, as `channel_parts` does for a float conv cut along its input
-channels.
+exp(x - max) / sum (a log-softmax: x - max - log(sum)), stored in the result type.
+Every step is a kernel the device already has, in float32 (the storage type's values
+widened exactly, as the whole softmax computes them). Only the sum is formed in another
+order (part by part), so a few outputs may round their last bit differently from the
+interpreter's whole-row softmax, within the device check's float tolerance, as
+`channel_parts` does for a float conv cut along its input channels.
 """
 
 from __future__ import annotations
@@ -26,10 +27,10 @@ from tpu_xdsl.device.isa import Compute, DmaLoad, DmaStore, LocalTensor
 
 
 def applies(shape: OpShape, dtypes: list[str | None]) -> bool:
-    """A float softmax with an axis longer than one element."""
+    """A float softmax or log-softmax with an axis longer than one element."""
     x = shape.operands[0]
     return (
-        shape.kind == "softmax"
+        shape.kind in ("softmax", "log_softmax")
         and x is not None
         and x[_axis(shape)] > 1
         and all(d is None or d in FLOATS for d in dtypes)
@@ -127,6 +128,7 @@ class _Rows:
         # as statistics 4-7.
         self.stats = [local_tensor(self.bases[4 + i], PARTIAL, stat) for i in range(4)]
         self.reduce = {"axes": [self.axis], "keepdims": True}
+        self.log = shape.kind == "log_softmax"
 
     def _local(self, index: int, dtype: str, part: tuple[int, int]) -> LocalTensor:
         return local_tensor(self.bases[index], dtype, _with(self.box, self.axis, part))
@@ -151,10 +153,18 @@ class _Rows:
         spare = m1 if peak is m0 else m0
         total = self._fold_with(s0, s1, spare, lambda part: self._shifted_exp(self._load(part), peak, part),
                                 "add", "sum")
+        log_total = s1 if total is s0 else s0
+        if self.log:
+            self.chain(Compute, "log", (total,), (log_total,), {})
         for part in self.parts:
-            e = self._shifted_exp(self._load(part), peak, part)
             out = self._local(3, self.result_dtype, part)
-            self.chain(Compute, "div", (e, total), (out,), {})
+            if self.log:  # x - max - log(sum)
+                shifted = self._local(1, PARTIAL, part)
+                self.chain(Compute, "sub", (self._load(part), peak), (shifted,), {})
+                self.chain(Compute, "sub", (shifted, log_total), (out,), {})
+            else:
+                e = self._shifted_exp(self._load(part), peak, part)
+                self.chain(Compute, "div", (e, total), (out,), {})
             box = _with(self.box, self.axis, part)
             self.chain(DmaStore, out, self.target.view().box(tuple(s for s, _ in box), tuple(n for _, n in box)))
 
