@@ -11,9 +11,8 @@ moves data. Folded whole, it joins the conv's layer group (with the op computing
 input, the model input's cast say) as a move of local memory across lanes, which the
 chip's DMA engine does (`timing.local_move_cycles`); folded by rows, its output keeps the
 input's width, and it runs on its own (loaded, moved, stored; priced here as the DDR
-copies that would do the same). The
-filter is the same integers reordered; the int32 sums are the same, so the results are
-the interpreter's bit for bit.
+copies that would do the same). The filter is the same integers reordered; the int32
+sums are the same, so the results are the interpreter's bit for bit.
 
 Only where it pays: the taps saved on the array must outweigh twice the local move, or
 the DDR copies and what they cost the op before (`timing`'s figures).
@@ -76,7 +75,7 @@ def _paying_fold(op: Operation, chip: ChipConfig, module: ModuleOp) -> tuple[int
     if fw > 1:  # every tap: the fold runs in the conv's layer group, a local move
         return fold if saved > 2 * local_move_cycles(chip, n * fh * fw * c * oh * ow) else None
     copy_rate = min(chip.ddr_to_lmem_bytes_per_s, chip.lmem_to_ddr_bytes_per_s) / chip.clock_hz
-    folded = (n, fh * fw * c, oh, ow if fw > 1 else width)
+    folded = (n, fh * c, oh, width)  # by rows: the columns stay the conv's
     plan = fold_plan(tuple(_shape(op.operands[0])), folded, _fold_attrs(op, fh, fw))
     instructions = sum(1 + len(strips) for *_, strips in plan)  # a copy per tap, fills of its padding
     cost = math.prod(folded) / copy_rate + instructions * chip.dma_latency + _split_cost(op.operands[0], chip)

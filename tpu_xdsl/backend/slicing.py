@@ -94,8 +94,8 @@ def splittable_axes(op: OpShape) -> list[int]:
         return _nhc(rank)
     if kind == "fold_taps":
         # An output channel mixes a tap and an input channel: not cut. Only whole folds
-        # (columns too) are cut along rows: a fold by rows keeps the input's width, and
-        # goes through DDR (`first_conv`).
+        # (columns too) are cut along rows: a fold by rows keeps the input's width and
+        # runs alone (`first_conv`).
         return [0, 2] if rank == 4 and list(op.attrs.get("kernel_shape") or [1, 1])[1] > 1 else []
     if kind in op_kinds.WINDOW:
         if rank not in (4, 5):
@@ -244,8 +244,11 @@ def _window(op: OpShape, out_box: Box) -> SlicePlan:
     (n0, nn), (c0, cn) = out_box[0], out_box[1]
     in_box = [(n0, nn), (0, x_shape[1])] + [(0, d) for d in x_shape[2:]]
     group = int(attrs.get("group", 1))
-    per_channel_input = op.kind != "conv" or (group > 1 and group == x_shape[1] == out[1])
-    if per_channel_input and op.kind != "fold_taps":  # a fold reads every input channel
+    # Pools and depthwise convs read the channels they write; a conv or a fold reads all.
+    per_channel_input = op.kind in op_kinds.POOL or (
+        op.kind == "conv" and group > 1 and group == x_shape[1] == out[1]
+    )
+    if per_channel_input:
         in_box[1] = (c0, cn)
         if op.kind == "conv":
             attrs["group"] = cn

@@ -118,6 +118,17 @@ def _recurrent_cycles(chip: ChipConfig, instruction: Compute) -> int:
     return matmul + elementwise
 
 
+# Ops that move elements across lanes in local memory, inside a layer group: a stem's taps
+# folded into channels. The chip does that with its DMA engine, local to local; no public
+# figure gives that rate, so the device model takes the DDR -> local one.
+LOCAL_MOVES = frozenset({"fold_taps"})
+
+
+def local_move_cycles(chip: ChipConfig, nbytes: int) -> int:
+    """A local-to-local move of `nbytes`, at the DDR -> local rate, with the DMA's latency."""
+    return chip.dma_latency + math.ceil(nbytes / (chip.ddr_to_lmem_bytes_per_s / chip.clock_hz))
+
+
 def compute_cycles(chip: ChipConfig, instruction: Compute) -> int:
     out = instruction.outputs[0]
     if instruction.kind in _RECURRENT:
@@ -164,17 +175,6 @@ def compute_cycles(chip: ChipConfig, instruction: Compute) -> int:
     if kind == "reduce":
         return chip.compute_latency + _elementwise(chip, data, 1)
     return chip.compute_latency + _elementwise(chip, out, passes)
-
-
-# Ops that move elements across lanes in local memory, inside a layer group: a stem's taps
-# folded into channels. The chip does that with its DMA engine, local to local; no public
-# figure gives that rate, so the device model takes the DDR -> local one.
-LOCAL_MOVES = frozenset({"fold_taps"})
-
-
-def local_move_cycles(chip: ChipConfig, nbytes: int) -> int:
-    """A local-to-local move of `nbytes`, at the DDR -> local rate, with the DMA's latency."""
-    return chip.dma_latency + math.ceil(nbytes / (chip.ddr_to_lmem_bytes_per_s / chip.clock_hz))
 
 
 def is_depthwise(instruction: Compute) -> bool:

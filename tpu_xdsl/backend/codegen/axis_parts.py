@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 from tpu_xdsl.backend import slicing
 from tpu_xdsl.backend.codegen.channel_parts import FLOATS, PARTIAL, _Chain
-from tpu_xdsl.backend.codegen.state import CodegenState
+from tpu_xdsl.backend.codegen.state import CodegenState, starts_sizes
 from tpu_xdsl.backend.lanes import lane_bytes, local_tensor
 from tpu_xdsl.backend.slicing import Box, OpShape, SlicePlan
 from tpu_xdsl.device.isa import Compute, DmaLoad, DmaStore, LocalTensor
@@ -48,11 +48,11 @@ def _with(box: Box, axis: int, span: tuple[int, int]) -> Box:
 
 
 def _sizes(chip, shape: OpShape, box: Box, part: tuple[int, int], dtype: str, result_dtype: str) -> list[int]:
-    """Bytes per lane (execution-unit aligned) of the buffers of one slice: the input part,
-    two float32 parts, the result part, then four float32 statistics of a row."""
+    """Bytes per lane (`lane_bytes`: execution-unit aligned) of the buffers of one slice: the
+    input part, two float32 parts, the result part, then four float32 statistics of a row."""
 
     def size(kind: str, b: Box) -> int:
-        return -(-lane_bytes(kind, b, False, chip.npu_num, chip.eu_bytes) // chip.eu_bytes) * chip.eu_bytes
+        return lane_bytes(kind, b, False, chip.npu_num, chip.eu_bytes)
 
     axis = _axis(shape)
     piece, stat = _with(box, axis, part), _with(box, axis, (0, 1))
@@ -136,7 +136,7 @@ class _Rows:
     def _load(self, part: tuple[int, int]) -> LocalTensor:
         box = _with(self.box, self.axis, part)
         x = self._local(0, self.dtype, part)
-        self.chain(DmaLoad, self.source.view().box(tuple(s for s, _ in box), tuple(n for _, n in box)), x)
+        self.chain(DmaLoad, self.source.view().box(*starts_sizes(box)), x)
         return x
 
     def _shifted_exp(self, x: LocalTensor, peak: LocalTensor, part: tuple[int, int]) -> LocalTensor:
@@ -166,7 +166,7 @@ class _Rows:
                 e = self._shifted_exp(self._load(part), peak, part)
                 self.chain(Compute, "div", (e, total), (out,), {})
             box = _with(self.box, self.axis, part)
-            self.chain(DmaStore, out, self.target.view().box(tuple(s for s, _ in box), tuple(n for _, n in box)))
+            self.chain(DmaStore, out, self.target.view().box(*starts_sizes(box)))
 
     def _fold_with(self, first: LocalTensor, spare: LocalTensor, piece: LocalTensor,
                    step: Callable[[tuple[int, int]], LocalTensor], combine: str, mode: str) -> LocalTensor:

@@ -29,7 +29,8 @@ from tpu_xdsl.backend import slicing
 from tpu_xdsl.backend.slicing import Box, OpShape, SlicePlan
 from tpu_xdsl.kernels import op_kinds
 
-# Resizes join only in nearest mode (`can_join`: rows cut; their rows copy input rows).
+# Resizes join only in nearest mode and stem folds only whole (`can_join`: their rows can
+# be cut, `slicing.splittable_axes`).
 GROUPABLE = op_kinds.ELEMENTWISE | op_kinds.WINDOW | op_kinds.RESIZE | {"concat", "fold_taps"}
 
 
