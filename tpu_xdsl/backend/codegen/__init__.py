@@ -15,7 +15,9 @@ Op by op, in program order:
 `driver` walks the module and builds the model; `state` holds what they share.
 DDR hazards need no tokens: every DDR access is on the DMA queue, which runs
 in program order. Local-memory hazards between the two engines are explicit
-dependencies.
+dependencies. Last, `dma_order` reorders the DMA queue where the timing model
+says the program gets faster, every hazard kept (found from what each
+instruction reads and writes).
 """
 
 from tpu_xdsl.backend.codegen.driver import Codegen, codegen

@@ -13,6 +13,7 @@ from xdsl.ir import Operation, SSAValue
 
 from tpu_xdsl.backend import recurrent
 from tpu_xdsl.backend.codegen.dma import emit_move, emit_reorder, reorders
+from tpu_xdsl.backend.codegen.dma_order import order_dma
 from tpu_xdsl.backend.codegen.groups import GroupCodegen
 from tpu_xdsl.backend.codegen.slices import emit_compute
 from tpu_xdsl.backend.codegen.state import (
@@ -62,6 +63,9 @@ class Codegen:
                 self.groups.emit(op)
             elif op.name != "top.input":
                 self.lower(op)
+        program = self.state.program
+        program.instructions, new_id = order_dma(self.chip, program.instructions)
+        self.state.written_by = {value: new_id[i] for value, i in self.state.written_by.items()}
         return self._model(main)
 
     def _place(self, op: Operation) -> None:

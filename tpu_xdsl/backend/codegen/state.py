@@ -3,7 +3,8 @@ in DDR, and which instruction completes it.
 
 DDR hazards need no tokens: every DDR access is on the DMA queue, which runs in
 program order. Local-memory hazards between the two engines are explicit
-dependencies (`deps`).
+dependencies (`deps`). (`dma_order` reorders the queue afterwards and finds every
+hazard itself.)
 """
 
 from __future__ import annotations
