@@ -175,6 +175,9 @@ LOAD_REFUSES = {
         "300 does not fit int8",
     ),
     "a bad preprocess": (_set("preprocess", "resize_dims", [0, 10**9]), "preprocess.resize_dims"),
+    "weight bytes past the coefficients": (_set("weight_bytes", 10**9), "weight_bytes 1000000000 is not between 0"),
+    "negative weight bytes": (_set("weight_bytes", -1), "weight_bytes -1 is not between 0"),
+    "string weight bytes": (_set("weight_bytes", "12"), "weight_bytes"),
     "a header that is a list": (lambda header: [header], "the header is not a JSON object"),
     # a compute kernel the device has, attributes of the types the dialect gives them
     "an unknown kernel": (_set("instructions", 2, 5, "conv9"), "instruction 2 (Compute): no compute kernel 'conv9'"),

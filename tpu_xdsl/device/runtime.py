@@ -147,13 +147,13 @@ def peak_macs_per_cycle(model: TpuModel, chip: ChipConfig) -> int:
 
 def roofline_terms(model: TpuModel, chip: ChipConfig | None = None) -> tuple[float, float]:
     """The two lower bounds on the model's cycles: its MACs at the peak of its mode, and the
-    bytes that must cross DDR at least once (coefficients, inputs, outputs) at the DDR ->
-    local memory bandwidth."""
+    bytes that must cross DDR at least once (weights, inputs, outputs; not the lane images
+    of weights codegen adds) at the DDR -> local memory bandwidth."""
     chip = chip or chip_config(model.chip)
     macs = sum(i.macs for i in model.instructions if isinstance(i, Compute))
     io = sum(_nbytes(d) for d in (*model.inputs, *model.outputs))
     ddr_bytes_per_cycle = chip.ddr_to_lmem_bytes_per_s / chip.clock_hz
-    return macs / peak_macs_per_cycle(model, chip), (len(model.coefficients) + io) / ddr_bytes_per_cycle
+    return macs / peak_macs_per_cycle(model, chip), (model.own_weight_bytes + io) / ddr_bytes_per_cycle
 
 
 def roofline_cycles(model: TpuModel, chip: ChipConfig | None = None) -> float:

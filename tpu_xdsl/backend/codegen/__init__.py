@@ -15,9 +15,12 @@ Op by op, in program order:
 `driver` walks the module and builds the model; `state` holds what they share.
 DDR hazards need no tokens: every DDR access is on the DMA queue, which runs
 in program order. Local-memory hazards between the two engines are explicit
-dependencies. Last, `dma_order` reorders the DMA queue where the timing model
-says the program gets faster, every hazard kept (found from what each
-instruction reads and writes).
+dependencies. A group's adjacent weights load as one lane image where that is
+faster (`constants`, which lays the coefficients out again at the end). Last,
+`dma_order` reorders the DMA queue where the timing model says the program
+gets faster, every hazard kept (found from what each instruction reads and
+writes). With layer groups, `codegen` emits the program each way of loading
+the groups' weights (`driver.POLICIES`) and keeps the fastest.
 """
 
 from tpu_xdsl.backend.codegen.driver import Codegen, codegen

@@ -5,6 +5,7 @@ groups), and the `TpuModel` the device runs.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -12,9 +13,10 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, TensorType
 from xdsl.ir import Operation, SSAValue
 
 from tpu_xdsl.backend import recurrent
+from tpu_xdsl.backend.codegen.constants import lay_out_coefficients
 from tpu_xdsl.backend.codegen.dma import emit_move, emit_reorder, reorders
 from tpu_xdsl.backend.codegen.dma_order import order_dma
-from tpu_xdsl.backend.codegen.groups import GroupCodegen
+from tpu_xdsl.backend.codegen.groups import GroupCodegen, WeightLoads
 from tpu_xdsl.backend.codegen.slices import emit_compute
 from tpu_xdsl.backend.codegen.state import (
     CodegenError,
@@ -28,12 +30,13 @@ from tpu_xdsl.backend.op_shapes import kernel_attrs
 from tpu_xdsl.device.chip import ChipConfig, chip_config
 from tpu_xdsl.device.isa import dtype_name
 from tpu_xdsl.device.model_file import IoDesc, TensorDesc, TpuModel
+from tpu_xdsl.device.simulator import schedule
 from tpu_xdsl.dialects.attr_values import to_py
 from tpu_xdsl.dialects.module import is_none, main_func, tensor_names
 from tpu_xdsl.dialects.quant_types import qparams_of
 from tpu_xdsl.kernels.dtypes import numpy_dtype
 from tpu_xdsl.kernels.quant import ChannelQParams
-from tpu_xdsl.weights import weight_name, weights_of
+from tpu_xdsl.weights import is_weight, weight_name, weights_of
 
 _MOVES = ("split", "concat", "pad", "tile")
 
@@ -41,13 +44,15 @@ _MOVES = ("split", "concat", "pad", "tile")
 class Codegen:
     """The device program of one addressed TPU module on one chip."""
 
-    def __init__(self, module: ModuleOp, chip: ChipConfig):
+    def __init__(self, module: ModuleOp, chip: ChipConfig, loads: WeightLoads | None = None):
         self.module = module
         self.chip = chip
         self.state = CodegenState(chip, Program(chip))
-        self.groups = GroupCodegen(self.state)
+        self.groups = GroupCodegen(self.state, loads or WeightLoads())
         self.weights = weights_of(module)
         self.coefficients = bytearray()
+        self.weight_bytes = 0  # the weights' own bytes, without the coefficient images
+        self.moved = 0  # how far the coefficient images moved the activations up
 
     # -- the whole module ------------------------------------------------------------
 
@@ -63,10 +68,28 @@ class Codegen:
                 self.groups.emit(op)
             elif op.name != "top.input":
                 self.lower(op)
+        self._place_images()
         program = self.state.program
         program.instructions, new_id = order_dma(self.chip, program.instructions)
         self.state.written_by = {value: new_id[i] for value, i in self.state.written_by.items()}
         return self._model(main)
+
+    def _place_images(self) -> None:
+        """The coefficients laid out again with the groups' weight images, the activations
+        moved by the difference (`constants.lay_out_coefficients`)."""
+        self.weight_bytes = len(self.coefficients)
+        if not self.state.images:
+            return
+        places = self.state.places
+        weights = [(p.addr, nbytes(p)) for v, p in places.items() if is_weight(v)]
+        activations = min((p.addr for v, p in places.items() if not is_weight(v)), default=len(self.coefficients))
+        self.coefficients, self.moved = lay_out_coefficients(
+            self.chip, self.state.images, self.state.program.instructions, bytes(self.coefficients), weights,
+            activations,
+        )
+        for value, place in places.items():
+            if place.addr >= activations:
+                places[value] = dataclasses.replace(place, addr=place.addr + self.moved)
 
     def _place(self, op: Operation) -> None:
         addresses = ddr_addresses(op)
@@ -129,7 +152,7 @@ class Codegen:
         outputs = self._outputs(main)
         tensors = self._tensors()
         attr = self.module.attributes.get("module.ddr_bytes")
-        ddr_bytes = attr.value.data if isinstance(attr, IntegerAttr) else max(
+        ddr_bytes = attr.value.data + self.moved if isinstance(attr, IntegerAttr) else max(
             (p.addr + nbytes(p) for p in self.state.places.values()), default=0
         )
         name = self.module.attributes.get("module.name")
@@ -147,6 +170,7 @@ class Codegen:
             tensors=tensors,
             groups=self.state.group_descs,
             preprocess=to_py(preprocess) if preprocess is not None else None,
+            weight_bytes=self.weight_bytes,
         )
 
     # -- one op ----------------------------------------------------------------------------
@@ -186,8 +210,28 @@ class Codegen:
                 self.state.written_by[value] = emitter.written[name]
 
 
+# How layer groups may load their weights (`groups.WeightLoads`), the default first.
+POLICIES = (
+    WeightLoads(),
+    WeightLoads(members_together=True),
+    WeightLoads(ahead_together=False),
+    WeightLoads(images=False),
+)
+
+
 def codegen(module: ModuleOp, chip_name: str | None = None) -> TpuModel:
-    """The device program of an addressed TPU module (its tpu.groups run as layer groups)."""
-    chip = module.attributes.get("module.chip")
-    name = chip_name or (chip.data if isinstance(chip, StringAttr) else "bm1684x")
-    return Codegen(module, chip_config(name)).run()
+    """The device program of an addressed TPU module (its tpu.groups run as layer groups):
+    with groups, the fastest on the timing model of the programs each way of loading their
+    weights gives (`POLICIES`; codegen takes a fraction of a second, the choice is
+    per model)."""
+    chip_attr = module.attributes.get("module.chip")
+    chip = chip_config(chip_name or (chip_attr.data if isinstance(chip_attr, StringAttr) else "bm1684x"))
+    grouped = any(op.name == "tpu.group" for op in main_func(module).body.block.ops)
+    best, best_cycles = None, 0
+    for loads in POLICIES if grouped else POLICIES[:1]:
+        model = Codegen(module, chip, loads).run()
+        cycles = schedule(chip, model.instructions).total_cycles
+        if best is None or cycles < best_cycles:
+            best, best_cycles = model, cycles
+    assert best is not None
+    return best

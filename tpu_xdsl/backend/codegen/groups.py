@@ -19,6 +19,7 @@ import numpy as np
 from xdsl.ir import Operation, SSAValue
 
 from tpu_xdsl.backend import slicing
+from tpu_xdsl.backend.codegen.constants import Constant, emit_constants
 from tpu_xdsl.backend.codegen.state import (
     CodegenError,
     CodegenState,
@@ -57,11 +58,24 @@ class PreparedGroup:
     prefetched: dict[str, tuple[LocalTensor, int]] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class WeightLoads:
+    """How a group loads its weights: in coefficient images where they pay (`constants`);
+    the weights of members 1, 2, ... together or member by member; those of the next
+    group, loaded ahead, together or member by member. Which is fastest depends on the
+    model: codegen tries each (`driver.POLICIES`)."""
+
+    images: bool = True
+    members_together: bool = False
+    ahead_together: bool = True
+
+
 class GroupCodegen:
     """Emits the tpu.groups of a module into `state`, each prepared once."""
 
-    def __init__(self, state: CodegenState):
+    def __init__(self, state: CodegenState, loads: WeightLoads | None = None):
         self.state = state
+        self.policy = loads or WeightLoads()
         self.prepared: dict[Operation, PreparedGroup] = {}
 
     def prepare(self, group: Operation) -> PreparedGroup:
@@ -82,7 +96,7 @@ class GroupCodegen:
         if after is not None and after.name == "tpu.group":
             following = self.prepare(after)
             ahead = weights_clear_of(following.layout, prepared.layout)
-        _GroupEmitter(self.state, prepared).run(following, ahead)
+        _GroupEmitter(self.state, prepared, self.policy).run(following, ahead)
 
 
 def _prepare(state: CodegenState, group: Operation) -> PreparedGroup:
@@ -117,6 +131,17 @@ def _prepare(state: CodegenState, group: Operation) -> PreparedGroup:
     return PreparedGroup(plan, layout, ddr, written)
 
 
+def _batches(by_member: list[list[str]], together: bool) -> list[list[str]]:
+    """Members' weight keys as the batches they load in: all in one, or member by member."""
+    return [[k for keys in by_member for k in keys]] if together else by_member
+
+
+def _constant(k: str, place: DdrTensor, layout: Layout) -> Constant:
+    """Weight `k` of a group: its DDR place and its resident local tensor."""
+    dst = local_tensor(layout.resident[k], place.dtype, slicing.whole(place.shape), constant=True)
+    return Constant(k, place.view(), dst)
+
+
 def _layer(plan: GroupPlan) -> str:
     return (tensor_names(plan.ops[-1]) or ["group"])[0]
 
@@ -124,8 +149,8 @@ def _layer(plan: GroupPlan) -> str:
 class _GroupEmitter:
     """The instructions of one prepared group (group index: the next GroupDesc's)."""
 
-    def __init__(self, state: CodegenState, prepared: PreparedGroup):
-        self.state, self.program, self.prepared = state, state.program, prepared
+    def __init__(self, state: CodegenState, prepared: PreparedGroup, loads: WeightLoads):
+        self.state, self.program, self.prepared, self.policy = state, state.program, prepared, loads
         plan = self.plan = prepared.plan
         self.layout, self.ddr = prepared.layout, prepared.ddr
         self.layer = _layer(plan)
@@ -151,35 +176,30 @@ class _GroupEmitter:
         by_member = resident_keys(self.plan.members, self.plan.constants)
         self._emit_weights(by_member[0])
         self._emit_loads(0)
-        for keys in by_member[1:]:
-            self._emit_weights(keys)
+        for batch in _batches(by_member[1:], self.policy.members_together):
+            self._emit_weights(batch)
         if following is not None:
             self._prefetch(following, ahead, before)
         for s, step in enumerate(self.plan.steps):
             self._emit_step(s, step)
 
     def _emit_weights(self, keys: Sequence[str]) -> None:
-        for k in keys:
-            if k in self.resident:
-                continue
-            place = self.ddr[k]
-            self.resident[k] = local_tensor(self.layout.resident[k], place.dtype, slicing.whole(place.shape),
-                                            constant=True)
-            self.resident_load[k] = self.program.emit(DmaLoad, place.view(), self.resident[k], layer=self.layer,
-                                                      group=self.group)
+        constants = [_constant(k, self.ddr[k], self.layout) for k in keys if k not in self.resident]
+        loads = emit_constants(self.state, constants, (), self.layer, self.group, self.policy.images)
+        for c in constants:
+            self.resident[c.key], self.resident_load[c.key] = c.dst, loads[c.key]
 
     def _prefetch(self, following: PreparedGroup, ahead: Sequence[str], before: int | None) -> None:
         """The next group's weights that lie in lane memory this group does not touch,
         once whatever ran before this group is done with it."""
         next_plan, next_layer = following.plan, _layer(following.plan)
-        for keys in resident_keys(next_plan.members, next_plan.constants):
-            for k in (k for k in keys if k in ahead):
-                place = following.ddr[k]
-                early = local_tensor(following.layout.resident[k], place.dtype, slicing.whole(place.shape),
-                                     constant=True)
-                load = self.program.emit(DmaLoad, place.view(), early, deps=[] if before is None else [before],
-                                         layer=next_layer, group=self.group + 1)
-                following.prefetched[k] = (early, load)
+        by_member = [[k for k in keys if k in ahead] for keys in resident_keys(next_plan.members, next_plan.constants)]
+        for batch in _batches(by_member, self.policy.ahead_together):
+            constants = [_constant(k, following.ddr[k], following.layout) for k in batch]
+            loads = emit_constants(self.state, constants, () if before is None else (before,), next_layer,
+                                   self.group + 1, self.policy.images)
+            for c in constants:
+                following.prefetched[c.key] = (c.dst, loads[c.key])
 
     def _local(self, k: str, box: Box, b: int) -> LocalTensor:
         return local_tensor(self.layout.streamed[k] + b * self.layout.sizes[k], self.plan.dtypes[k], box)

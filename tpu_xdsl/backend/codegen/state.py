@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from xdsl.dialects.builtin import ArrayAttr, IntegerAttr
@@ -57,14 +58,16 @@ class Program:
 @dataclass
 class CodegenState:
     """What the emitters write into: the chip, the program, each value's DDR place, the
-    instruction whose write completes each value, and the layer groups emitted so far
-    (instructions of group i carry group=i)."""
+    instruction whose write completes each value, the layer groups emitted so far
+    (instructions of group i carry group=i) and the coefficient images their weights
+    load from (`constants`)."""
 
     chip: ChipConfig
     program: Program
     places: dict[SSAValue, DdrTensor] = field(default_factory=dict)
     written_by: dict[SSAValue, int] = field(default_factory=dict)
     group_descs: list[GroupDesc] = field(default_factory=list)
+    images: list[Any] = field(default_factory=list)  # constants.Image, placed once the program is complete
 
 
 def ddr_addresses(op: Operation) -> list[int]:

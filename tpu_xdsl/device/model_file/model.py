@@ -81,3 +81,12 @@ class TpuModel:
     # The image preprocessing the model was imported with (TOP's module.preprocess), so
     # that `tpu-xdsl run` can feed it images; None when not recorded.
     preprocess: dict[str, Any] | None = None
+    # The bytes of the model's weights: the coefficients but for the lane images of the
+    # weights layer groups load in one transfer (codegen's `constants`), which repeat them
+    # in another layout. None: all of the coefficients.
+    weight_bytes: int | None = None
+
+    @property
+    def own_weight_bytes(self) -> int:
+        """The bytes of the weights themselves (what the roofline bound counts)."""
+        return len(self.coefficients) if self.weight_bytes is None else self.weight_bytes

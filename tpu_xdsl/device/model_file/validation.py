@@ -82,9 +82,20 @@ def _model_from_header(header: Any, blob: bytes) -> TpuModel:
         groups=groups,
         version=FORMAT_VERSION,
         preprocess=_preprocess(header.get("preprocess")),
+        weight_bytes=_weight_bytes(header.get("weight_bytes"), len(blob)),
     )
     check_model(model)
     return model
+
+
+def _weight_bytes(value: Any, blob_bytes: int) -> int | None:
+    """The optional `weight_bytes`: an integer no larger than the coefficients."""
+    if value is None:
+        return None
+    weight_bytes = within("weight_bytes", decode_int, value)
+    if not 0 <= weight_bytes <= blob_bytes:
+        raise ValueError(f"weight_bytes {weight_bytes} is not between 0 and the {blob_bytes} coefficient bytes")
+    return weight_bytes
 
 
 def check_model(model: TpuModel) -> None:

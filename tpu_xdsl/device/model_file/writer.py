@@ -122,6 +122,8 @@ def _header_text(model: TpuModel) -> str:
         "instruction_count": len(model.instructions),
         "preprocess": json_value(model.preprocess, "preprocess") if model.preprocess is not None else None,
     }
+    if model.weight_bytes is not None:
+        top["weight_bytes"] = within("weight_bytes", decode_int, model.weight_bytes)
     lines = [f"{json.dumps(key)}:{dumps(value)}," for key, value in top.items()]
     lines.append('"attrs":[\n' + ",\n".join(attrs) + "\n],")
     return "{\n" + "\n".join(lines) + '\n"instructions":[\n' + rows + "\n]}\n"
