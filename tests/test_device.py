@@ -171,6 +171,11 @@ def test_copy_fill_matmul_pool_and_table_cycles():
     assert cycles(CV183X, pool) == 64 + 9 * 2 * math.ceil(196 / 16)
     table = Compute(0, "lut", (x, local(0, "int8", (1, 1, 1, 256))), (x,), {})
     assert cycles(CV183X, table) == 64 + 1 * 2 * math.ceil(784 / 16)
+    # A global average pool is a reduction: one pass over its 28*28 inputs per plane (49
+    # execution units of 16 int8), not 784 passes over one output pixel.
+    g = local(0, "int8", (1, 40, 1, 1))
+    gap = Compute(0, "avg_pool", (x,), (g,), {"kernel_shape": [28, 28], "strides": [1, 1], "pads": [0, 0, 0, 0]})
+    assert cycles(CV183X, gap) == 64 + 2 * math.ceil(784 / 16)
 
 
 def test_pool_table_matmul_and_cast_on_the_device_equal_numpy():

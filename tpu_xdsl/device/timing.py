@@ -9,7 +9,8 @@
   * taps * ceil(pixels / px_par). A depthwise convolution has one input channel
   per output: a multiply-add per tap on each lane's execution units.
 - Everything else works elementwise on the lanes: ceil(C / lanes) * ceil(N*H*W /
-  elements per EU) cycles per pass over the output (pooling: a pass per tap;
+  elements per EU) cycles per pass over the output (pooling: a pass per tap, but a
+  global pool, one output pixel per plane, is one pass over its input as a reduction;
   transcendental and normalization ops: several passes; INT8 per-channel
   factors along the last axis, `channel_axis`: one more).
 - A stem's taps folded into channels inside a layer group (`fold_taps`) move across
@@ -171,10 +172,20 @@ def compute_cycles(chip: ChipConfig, instruction: Compute) -> int:
         # one more pass reads them as a vector instead of one value per lane.
         passes += 1
     if kind in ("max_pool", "avg_pool"):
+        if _is_global_pool(instruction):
+            return chip.compute_latency + _elementwise(chip, data, 1)
         passes = int(np.prod(attrs["kernel_shape"]))
     if kind == "reduce":
         return chip.compute_latency + _elementwise(chip, data, 1)
     return chip.compute_latency + _elementwise(chip, out, passes)
+
+
+def _is_global_pool(instruction: Compute) -> bool:
+    """A pool with one output pixel per plane: its window covers the whole input plane, so
+    it is a reduction, one pass over the input as `reduce` (a pass per tap over the output
+    would use one of each execution unit's elements)."""
+    out = instruction.outputs[0]
+    return instruction.kind in ("max_pool", "avg_pool") and out.shape4[2] * out.shape4[3] == 1
 
 
 def is_depthwise(instruction: Compute) -> bool:
@@ -213,9 +224,9 @@ def ideal_compute_cycles(chip: ChipConfig, instruction: Compute) -> float:
     if instruction.kind in LOCAL_MOVES:  # moves, no work of any unit
         return 0.0
     passes = _PASSES.get(instruction.kind, 1)
-    if instruction.kind in ("max_pool", "avg_pool"):
+    if instruction.kind in ("max_pool", "avg_pool") and not _is_global_pool(instruction):
         passes = int(np.prod(instruction.attrs["kernel_shape"]))
-    swept = data if instruction.kind == "reduce" else out
+    swept = data if instruction.kind == "reduce" or _is_global_pool(instruction) else out
     return passes * swept.size / (chip.npu_num * _eu_elements(chip, swept.dtype))
 
 
