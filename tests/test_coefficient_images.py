@@ -13,9 +13,14 @@ import numpy as np
 
 from tests.test_codegen import lower
 from tests.test_layer_group_codegen import conv_chain
+from tpu_xdsl.backend import slicing
 from tpu_xdsl.backend.codegen import Codegen, codegen
 from tpu_xdsl.backend.codegen.constants import Constant, _segments
 from tpu_xdsl.backend.codegen.driver import POLICIES
+from tpu_xdsl.backend.lanes import lane_bytes
+from tpu_xdsl.backend.layer_groups.layout import compact_weights
+from tpu_xdsl.backend.layer_groups.steps import Member
+from tpu_xdsl.backend.slicing import OpShape
 from tpu_xdsl.device.chip import BM1684X, chip_config
 from tpu_xdsl.device.isa import DdrView, DmaLoad, LocalTensor
 from tpu_xdsl.device.runtime import roofline_terms, run_model
@@ -92,3 +97,20 @@ def test_codegen_keeps_the_fastest_way_of_loading_a_groups_weights(tmp_path):
     got = run_model(chosen, feeds).outputs
     for name, value in expected.items():
         np.testing.assert_array_equal(got[name], value, err_msg=name)
+
+
+def test_a_convolutions_filter_and_bias_keep_their_planes_packed():
+    """TPU-MLIR keeps a convolution's filter and bias without execution-unit padding between
+    planes (BM168x's is_eu_align); other weights (a table) keep aligned planes."""
+    attrs = {"kernel_shape": [1, 1], "pads": [0, 0, 0, 0], "strides": [1, 1], "dilations": [1, 1], "group": 1}
+    act, out, w, b = (1, 32, 4, 4), (1, 200, 4, 4), (200, 32, 1, 1), (200,)
+    conv = Member(OpShape("conv", attrs, (act, w, b), (False, True, True), (out,)), ("x", "w", "b"), ("y",))
+    table = Member(OpShape("lut", {}, (out, (200, 256)), (False, True), (out,)), ("y", "t"), ("z",))
+    assert compact_weights([conv, table]) == {"w", "b"}
+    # 200 output channels on 64 lanes: 4 planes a lane of 32 int8 taps (128 bytes packed,
+    # 4 x 64 aligned) and of one int32 bias (16 bytes packed, 4 x 64 aligned).
+    whole = slicing.whole(w)
+    assert lane_bytes("int8", whole, True, 64, 64, eu_align=False) == 128
+    assert lane_bytes("int8", whole, True, 64, 64) == 256
+    assert lane_bytes("int32", slicing.whole(b), True, 64, 64, eu_align=False) == 16
+    assert lane_bytes("int32", slicing.whole(b), True, 64, 64) == 256

@@ -292,7 +292,7 @@ def test_buffers_are_bank_aligned_only_when_that_fits():
     assert steps is not None
     dtypes = dict.fromkeys(("x", "c1", "c2", "w1", "w2"), "int8")
 
-    def lane_bytes(dtype, box, constant):
+    def lane_bytes(dtype, box, constant, eu_align=True):
         return 100 if constant else 3000
 
     # three tensors of 3000 bytes: 3 x 4096 bank-aligned, 3 x 3008 packed (16-byte units)

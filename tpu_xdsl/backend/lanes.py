@@ -29,15 +29,18 @@ def shape4(shape: Sequence[int], constant: bool = False) -> tuple[int, int, int,
     return dims[0], dims[1], 1, math.prod(dims[2:])
 
 
-def local_tensor(addr: int, dtype: str, box: Box, constant: bool = False) -> LocalTensor:
-    """The local tensor holding `box` at lane address `addr`, in the lane layout (`shape4`)."""
+def local_tensor(addr: int, dtype: str, box: Box, constant: bool = False, eu_align: bool = True) -> LocalTensor:
+    """The local tensor holding `box` at lane address `addr`, in the lane layout (`shape4`);
+    its planes packed without execution-unit padding unless `eu_align`."""
     dims = slicing.sizes(box)
-    return LocalTensor(addr, dtype, shape4(dims, constant), dims)
+    return LocalTensor(addr, dtype, shape4(dims, constant), dims, eu_align)
 
 
-def lane_bytes(dtype: str, box: Box, constant: bool, npu_num: int, eu_bytes: int) -> int:
-    """Bytes per lane of `local_tensor(..., dtype, box, constant)` (execution-unit aligned
-    planes), without building it: cost models ask this thousands of times."""
+def lane_bytes(dtype: str, box: Box, constant: bool, npu_num: int, eu_bytes: int, eu_align: bool = True) -> int:
+    """Bytes per lane of `local_tensor(..., dtype, box, constant, eu_align)`, without
+    building it: cost models ask this thousands of times."""
     n, c, h, w = shape4(slicing.sizes(box), constant)
-    plane = -(-(h * w * DTYPE_SIZES[dtype]) // eu_bytes) * eu_bytes
+    plane = h * w * DTYPE_SIZES[dtype]
+    if eu_align:
+        plane = -(-plane // eu_bytes) * eu_bytes
     return n * -(-c // npu_num) * plane

@@ -95,11 +95,13 @@ def _end(chip: ChipConfig, tensor: LocalTensor) -> int:
 
 
 def _runs(chip: ChipConfig, constants: Sequence[Constant]) -> list[list[Constant]]:
-    """The constants by lane address, in runs where each starts where the one before ends."""
+    """The constants by lane address, in runs where each starts where the one before ends
+    (rounded up to an execution unit: a group gives each weight its bytes so rounded, so
+    the bytes up to the next one are the first one's own)."""
     ordered = sorted(constants, key=lambda c: c.dst.addr)
     runs: list[list[Constant]] = []
     for c in ordered:
-        if runs and _end(chip, runs[-1][-1].dst) == c.dst.addr:
+        if runs and -(-_end(chip, runs[-1][-1].dst) // chip.eu_bytes) * chip.eu_bytes == c.dst.addr:
             runs[-1].append(c)
         else:
             runs.append([c])

@@ -38,7 +38,7 @@ from tpu_xdsl.backend.layer_groups import (
     ginfo_layout,
 )
 from tpu_xdsl.backend.layer_groups.cost import resident_keys
-from tpu_xdsl.backend.layer_groups.layout import layout_problem, weights_clear_of
+from tpu_xdsl.backend.layer_groups.layout import compact_weights, layout_problem, weights_clear_of
 from tpu_xdsl.backend.slicing import Box
 from tpu_xdsl.device.isa import Compute, DmaLoad, DmaStore, LocalTensor
 from tpu_xdsl.device.model_file import GroupDesc
@@ -136,9 +136,12 @@ def _batches(by_member: list[list[str]], together: bool) -> list[list[str]]:
     return [[k for keys in by_member for k in keys]] if together else by_member
 
 
-def _constant(k: str, place: DdrTensor, layout: Layout) -> Constant:
-    """Weight `k` of a group: its DDR place and its resident local tensor."""
-    dst = local_tensor(layout.resident[k], place.dtype, slicing.whole(place.shape), constant=True)
+def _constant(k: str, prepared: PreparedGroup) -> Constant:
+    """Weight `k` of a group: its DDR place and its resident local tensor (planes packed
+    for a convolution's filter and bias, `compact_weights`)."""
+    place = prepared.ddr[k]
+    dst = local_tensor(prepared.layout.resident[k], place.dtype, slicing.whole(place.shape), constant=True,
+                       eu_align=k not in compact_weights(prepared.plan.members))
     return Constant(k, place.view(), dst)
 
 
@@ -184,7 +187,7 @@ class _GroupEmitter:
             self._emit_step(s, step)
 
     def _emit_weights(self, keys: Sequence[str]) -> None:
-        constants = [_constant(k, self.ddr[k], self.layout) for k in keys if k not in self.resident]
+        constants = [_constant(k, self.prepared) for k in keys if k not in self.resident]
         loads = emit_constants(self.state, constants, (), self.layer, self.group, self.policy.images)
         for c in constants:
             self.resident[c.key], self.resident_load[c.key] = c.dst, loads[c.key]
@@ -195,7 +198,7 @@ class _GroupEmitter:
         next_plan, next_layer = following.plan, _layer(following.plan)
         by_member = [[k for k in keys if k in ahead] for keys in resident_keys(next_plan.members, next_plan.constants)]
         for batch in _batches(by_member, self.policy.ahead_together):
-            constants = [_constant(k, following.ddr[k], following.layout) for k in batch]
+            constants = [_constant(k, following) for k in batch]
             loads = emit_constants(self.state, constants, () if before is None else (before,), next_layer,
                                    self.group + 1, self.policy.images)
             for c in constants:

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 
 from tpu_xdsl.backend import slicing
 from tpu_xdsl.backend.layer_groups.steps import Member, Step
-from tpu_xdsl.backend.slicing import Box
 
 
 @dataclass
@@ -55,9 +54,10 @@ def _up(size: int, align: int) -> int:
 
 @dataclass
 class _Needs:
-    """Bytes per lane a group's tensors need at the least: each weight (execution-unit
-    aligned), each streamed tensor and each local copy (member, operand) at its largest
-    box over the steps (execution-unit aligned); copies in (member, operand) order."""
+    """Bytes per lane a group's tensors need at the least: each weight (its planes packed
+    or execution-unit aligned, `compact_weights`; its size rounded up to one), each
+    streamed tensor and each local copy (member, operand) at its largest box over the
+    steps (execution-unit aligned); copies in (member, operand) order."""
 
     buffers: int
     weights: dict[str, int]
@@ -65,16 +65,32 @@ class _Needs:
     copies: dict[tuple[int, int], int]
 
 
+def compact_weights(members: Sequence[Member]) -> set[str]:
+    """The weights a group keeps without execution-unit padding between their planes: a
+    convolution's or deconvolution's filter and bias (operands 1 and 2), as TPU-MLIR keeps
+    them on BM168x (its `is_eu_align`); a weight any other op reads keeps aligned planes.
+    Each still starts on an execution unit."""
+    compact: set[str] = set()
+    aligned: set[str] = set()
+    for member in members:
+        for index, key in enumerate(member.operands):
+            if key is not None:
+                filters = member.shape.kind in ("conv", "deconv") and index in (1, 2)
+                (compact if filters else aligned).add(key)
+    return compact - aligned
+
+
 def _needs(
     members: Sequence[Member], steps: Sequence[Step], constants: set[str],
-    lane_bytes: Callable[[str, Box, bool], int], dtypes: dict[str, str], eu_bytes: int,
+    lane_bytes: Callable[..., int], dtypes: dict[str, str], eu_bytes: int,
 ) -> _Needs:
     weights: dict[str, int] = {}
+    compact = compact_weights(members)
     for member in members:
         for key, shape in zip(member.operands, member.shape.operands, strict=True):
             if key is not None and key in constants and key not in weights:
                 assert shape is not None
-                weights[key] = _up(lane_bytes(dtypes[key], slicing.whole(shape), True), eu_bytes)
+                weights[key] = _up(lane_bytes(dtypes[key], slicing.whole(shape), True, key not in compact), eu_bytes)
     streamed = {k: _up(max(lane_bytes(dtypes[k], s.boxes[k], False) for s in steps), eu_bytes) for k in steps[0].boxes}
     sites = sorted({w for s in steps for w in s.copies})
     copies = {
@@ -87,7 +103,7 @@ def _needs(
 
 def allocate(
     members: Sequence[Member], steps: Sequence[Step], constants: set[str],
-    lane_bytes: Callable[[str, Box, bool], int], dtypes: dict[str, str],
+    lane_bytes: Callable[..., int], dtypes: dict[str, str],
     lmem_bytes: int, bank_bytes: int, eu_bytes: int, avoid: Sequence[tuple[int, int]] = (),
 ) -> Layout | None:
     """Lane addresses for a group's tensors: the streamed buffers from address 0, each on a

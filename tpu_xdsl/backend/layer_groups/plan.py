@@ -87,10 +87,10 @@ class GroupPlanner:
             shape = self._shapes[op] = op_shape(op, self.is_constant)
         return shape
 
-    def lane_bytes(self, dtype: str, box: Box | None, constant: bool = False) -> int:
+    def lane_bytes(self, dtype: str, box: Box | None, constant: bool = False, eu_align: bool = True) -> int:
         if box is None:
             return 0
-        return lanes.lane_bytes(dtype, box, constant, self.chip.npu_num, self.chip.eu_bytes)
+        return lanes.lane_bytes(dtype, box, constant, self.chip.npu_num, self.chip.eu_bytes, eu_align)
 
     def joinable(self, op: Operation) -> bool:
         # Only the kinds groups take: others (an LSTM with none results) have no OpShape.
