@@ -95,17 +95,15 @@ def group_cost(chip: ChipConfig, members: Sequence[Member], steps: Sequence[Step
 
 def _resident_cost(chip: ChipConfig, members: Sequence[Member], constants: set[str],
                    dtypes: dict[str, str]) -> tuple[list[int], int]:
-    """The cycles to load each member's weights, and their bytes."""
+    """The cycles to load each member's weights, and their bytes: one transfer a member, as
+    codegen loads adjacent weights in one lane image (`codegen/constants.py`)."""
     shapes = {k: _operand_shape(m, i) for m in members for i, k in enumerate(m.operands) if k is not None}
     dma_bytes = 0
     resident = []
     for keys in resident_keys(members, constants):
-        cycles = 0
-        for k in keys:
-            nbytes = _nbytes(dtypes[k], slicing.whole(shapes[k]))
-            cycles += timing.dma_load_cycles(chip, nbytes)
-            dma_bytes += nbytes
-        resident.append(cycles)
+        nbytes = sum(_nbytes(dtypes[k], slicing.whole(shapes[k])) for k in keys)
+        dma_bytes += nbytes
+        resident.append(timing.dma_load_cycles(chip, nbytes) if keys else 0)
     return resident, dma_bytes
 
 
