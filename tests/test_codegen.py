@@ -20,10 +20,11 @@ from onnx import helper, numpy_helper
 
 from tests.test_int8 import init, lowered, model_of
 from tpu_xdsl.backend.codegen import codegen
+from tpu_xdsl.backend.prologue import prologue_casts
 from tpu_xdsl.device.isa import Compute
 from tpu_xdsl.device.model_file import TpuModel
 from tpu_xdsl.device.runtime import run_model
-from tpu_xdsl.dialects.module import input_names
+from tpu_xdsl.dialects.module import input_names, main_func, tensor_names
 from tpu_xdsl.frontend.onnx_importer import import_onnx
 from tpu_xdsl.interp.compare import compare_tensors
 from tpu_xdsl.interp.runner import ModuleRunner, TensorCapture
@@ -80,10 +81,12 @@ def compile_and_compare(tpu, feeds) -> TpuModel:
     result = run_model(model, feeds, dump_all=True)
     device = {**result.tensors, **result.outputs}
     inputs = set(input_names(tpu))
-    missing = set(reference) - set(device) - inputs
+    # A cast that runs inside the slices of the op reading it never reaches DDR.
+    fused = {tensor_names(cast)[0] for cast in prologue_casts(list(main_func(tpu).body.block.ops)).values()}
+    missing = set(reference) - set(device) - inputs - fused
     assert not missing, f"the device dumps no {sorted(missing)}"
     for name, expected in reference.items():
-        if name in inputs:
+        if name in inputs or name in fused:
             continue
         got = device[name]
         assert got.shape == expected.shape and got.dtype == expected.dtype, (name, got.shape, got.dtype, expected.dtype)

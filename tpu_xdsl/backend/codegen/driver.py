@@ -27,6 +27,7 @@ from tpu_xdsl.backend.codegen.state import (
     nbytes,
 )
 from tpu_xdsl.backend.op_shapes import kernel_attrs
+from tpu_xdsl.backend.prologue import prologue_casts
 from tpu_xdsl.device.chip import ChipConfig, chip_config
 from tpu_xdsl.device.isa import dtype_name
 from tpu_xdsl.device.model_file import IoDesc, TensorDesc, TpuModel
@@ -61,13 +62,15 @@ class Codegen:
         ops = [op for op in main.body.block.ops if op.name not in ("func.return", "top.none")]
         for op in ops:  # every place first: a group loads the next group's weights ahead
             self._place(op)
+        prologues = prologue_casts(ops)
+        fused = set(prologues.values())
         for op in ops:
             if op.name == "top.weight":
                 self._place_weight(op)
             elif op.name == "tpu.group":
                 self.groups.emit(op)
-            elif op.name != "top.input":
-                self.lower(op)
+            elif op.name != "top.input" and op not in fused:
+                self.lower(op, prologues.get(op))
         self._place_images()
         program = self.state.program
         program.instructions, new_id = order_dma(self.chip, program.instructions)
@@ -175,10 +178,14 @@ class Codegen:
 
     # -- one op ----------------------------------------------------------------------------
 
-    def lower(self, op: Operation) -> None:
+    def lower(self, op: Operation, prologue: Operation | None = None) -> None:
+        """One op outside groups (with the cast that runs in its slices, `prologue_casts`)."""
         kind = op.name.split(".", 1)[1]
         layer = (tensor_names(op) or [kind])[0]
         attrs = kernel_attrs(op)
+        if prologue is not None and (reorders(kind, attrs) or kind in _MOVES or kind in ("lstm", "gru")):
+            self.lower(prologue)
+            prologue = None
         if reorders(kind, attrs) and emit_reorder(self.state, op, attrs, layer):
             return
         if kind in _MOVES and emit_move(self.state, op, kind, attrs, layer):
@@ -186,7 +193,7 @@ class Codegen:
         if kind in ("lstm", "gru"):
             self._recurrent(op, kind, attrs, layer)
             return
-        emit_compute(self.state, op, kind, layer)
+        emit_compute(self.state, op, kind, layer, prologue)
 
     def _recurrent(self, op: Operation, kind: str, attrs: dict[str, Any], layer: str) -> None:
         """tpu.lstm / tpu.gru split over the lanes by hidden unit (`backend.recurrent`)."""
