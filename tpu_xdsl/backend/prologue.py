@@ -2,7 +2,7 @@
 
 In INT8 an op without an INT8 form (a softmax, an elementwise function) reads its input
 through a `tpu.cast` to float. Run op by op, the cast writes the float tensor to DDR and
-the op reads it back: for PP-OCR's recognizer, 2.1 MB of its 11.1 MB of traffic. When the
+the op reads it back: 2.3 MB of PP-OCR's recognizer's 11.1 MB of traffic. When the
 cast is the op's only input and the next op, codegen runs the cast in each slice of the
 op instead (`codegen/slices.py`), and tpu-assign-memory keeps the cast's input live until
 the op is done, since the op's slices read it while writing their results
