@@ -126,8 +126,8 @@ LOCAL_MOVES = frozenset({"fold_taps"})
 
 
 def local_move_cycles(chip: ChipConfig, nbytes: int) -> int:
-    """A local-to-local move of `nbytes`, at the DDR -> local rate, with the DMA's latency."""
-    return chip.dma_latency + math.ceil(nbytes / (chip.ddr_to_lmem_bytes_per_s / chip.clock_hz))
+    """A local-to-local move of `nbytes`: timed as a DDR -> local load of as many bytes."""
+    return dma_load_cycles(chip, nbytes)
 
 
 def compute_cycles(chip: ChipConfig, instruction: Compute) -> int:

@@ -81,7 +81,7 @@ def emit_constants(
             continue
         base, span = segment[0].dst.addr, _end(chip, segment[-1].dst) - segment[0].dst.addr
         shape = (1, chip.npu_num, 1, span)
-        src = DdrView.contiguous(0, "uint8", shape)  # its address: place_images
+        src = DdrView.contiguous(0, "uint8", shape)  # its address: lay_out_coefficients
         dst = LocalTensor(base, "uint8", shape, shape, eu_align=False)
         load = state.program.emit(DmaLoad, src, dst, deps=deps, layer=layer, group=group)
         state.images.append(Image(load, [(c.src, c.dst) for c in segment], base, span))

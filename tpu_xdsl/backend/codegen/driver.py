@@ -183,9 +183,6 @@ class Codegen:
         kind = op.name.split(".", 1)[1]
         layer = (tensor_names(op) or [kind])[0]
         attrs = kernel_attrs(op)
-        if prologue is not None and (reorders(kind, attrs) or kind in _MOVES or kind in ("lstm", "gru")):
-            self.lower(prologue)
-            prologue = None
         if reorders(kind, attrs) and emit_reorder(self.state, op, attrs, layer):
             return
         if kind in _MOVES and emit_move(self.state, op, kind, attrs, layer):

@@ -49,12 +49,14 @@ from tpu_xdsl.weights import is_weight
 @dataclass
 class PreparedGroup:
     """A tpu.group ready to emit: its plan, lane layout, DDR places and stored values by
-    key, and the weights a group before it loaded ahead (key -> local tensor, load)."""
+    key, the weights it keeps with packed planes (`compact_weights`), and the weights a
+    group before it loaded ahead (key -> local tensor, load)."""
 
     plan: GroupPlan
     layout: Layout
     ddr: dict[str, DdrTensor]
     written: dict[str, SSAValue]
+    compact: set[str] = field(default_factory=set)
     prefetched: dict[str, tuple[LocalTensor, int]] = field(default_factory=dict)
 
 
@@ -128,7 +130,7 @@ def _prepare(state: CodegenState, group: Operation) -> PreparedGroup:
     problem = layout_problem(layout, plan.layout, state.chip.lmem_bytes)
     if problem:
         raise CodegenError(f"tpu.group '{name}': {problem}; run tpu-layer-group again")
-    return PreparedGroup(plan, layout, ddr, written)
+    return PreparedGroup(plan, layout, ddr, written, compact_weights(plan.members))
 
 
 def _batches(by_member: list[list[str]], together: bool) -> list[list[str]]:
@@ -141,7 +143,7 @@ def _constant(k: str, prepared: PreparedGroup) -> Constant:
     for a convolution's filter and bias, `compact_weights`)."""
     place = prepared.ddr[k]
     dst = local_tensor(prepared.layout.resident[k], place.dtype, slicing.whole(place.shape), constant=True,
-                       eu_align=k not in compact_weights(prepared.plan.members))
+                       eu_align=k not in prepared.compact)
     return Constant(k, place.view(), dst)
 
 

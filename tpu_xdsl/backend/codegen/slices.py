@@ -82,8 +82,9 @@ def _emit_with_prologue(state: CodegenState, op: Operation, shape: OpShape, oper
     except CodegenError:
         return False
     source = cast.operands[0]
-    # tpu-assign-memory may place the op's result over the cast's input, dead once the
-    # cast ran; read slice by slice while the op writes, it must not be.
+    # The slices read the cast's input while they write the op's result: they must not
+    # share bytes (tpu-assign-memory keeps that input live until the op; a module
+    # addressed otherwise may not).
     read, written = state.places[source], state.places[op.results[0]]
     if read.addr < written.addr + nbytes(written) and written.addr < read.addr + nbytes(read):
         return False
