@@ -418,6 +418,11 @@ def test_levels_joined_along_the_anchors_keep_channel_scales(tmp_path):
     ]
     # One multiplier per input and channel: each level's channels to the output's scales.
     assert len(concat.attributes["multiplier"].data) == 2 * (4 + CLASSES)
+    # The concatenation takes its inputs per channel: no conversion of them to one scale
+    # is left behind, unused, for the device to run (nudenet's head had three).
+    unused = [tensor_names(op) for op in main_func(tpu).body.block.ops
+              if op.name.startswith("tpu.") and all(r.first_use is None for r in op.results)]
+    assert not unused, unused
     compile_and_compare(tpu, feeds)
 
 

@@ -197,7 +197,8 @@ def lower_top_to_tpu(
     elif model_scales:
         _set_round_mode(module, "half_to_even")
 
-    TopDce().apply(Context(), module)  # the f32 weights that were converted
+    ctx.erase_unused_conversions()
+    TopDce().apply(Context(), module)  # the f32 weights that were converted, and the scales of erased conversions
     sync_function_type(main_func(module))
     module.attributes["module.state"] = StringAttr(LOWERED_STATE)
     module.attributes["module.chip"] = StringAttr(chip.name)

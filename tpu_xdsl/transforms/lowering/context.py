@@ -353,6 +353,24 @@ class LoweringContext:
         op = op_class("tpu.requant").build(operands=[value], result_types=[target], attributes=attributes)
         return self._insert_after_producer(value, op, key)
 
+    def erase_unused_conversions(self) -> int:
+        """Erase the conversions made for a reader that then was lowered another way
+        (a concatenation asks for its inputs on one scale, then takes them per channel):
+        each is an op the device would run for nothing. How many were erased."""
+        erased = 0
+        changed = True
+        while changed:
+            changed = False
+            for key, value in list(self._conversions.items()):
+                owner = value.owner
+                if isinstance(owner, Operation) and owner.parent is not None and value.first_use is None:
+                    owner.detach()
+                    owner.erase()
+                    del self._conversions[key]
+                    erased += 1
+                    changed = True
+        return erased
+
     def as_float(self, value: SSAValue, dtype: np.dtype) -> SSAValue:
         """`value` in the float type `dtype`: itself, or a converting `tpu.cast`."""
         t = value.type
