@@ -188,6 +188,26 @@ def _ddr(op) -> list[int]:
     return [a.value.data for a in attr.data if isinstance(a, IntegerAttr)]
 
 
+def _view_offsets(op) -> list[int] | None:
+    """Where the results of a reshape, or of a split along an axis with only size-1 axes
+    before it, start inside the operand's bytes (the rest are not views here)."""
+    kind = op.name.removeprefix("tpu.")
+    if kind == "reshape":
+        return [0]
+    if kind != "split":
+        return None
+    shape = op.operands[0].type.get_shape()
+    axis = op.attributes["axis"].value.data % len(shape)
+    if math.prod(shape[:axis]) != 1:
+        return None
+    row = _tensor_bytes(op.operands[0].type) // shape[axis]
+    offsets, start = [], 0
+    for result in op.results:
+        offsets.append(start * row)
+        start += result.type.get_shape()[axis]
+    return offsets
+
+
 def _check_addressed(module: ModuleOp) -> tuple[int, int]:
     """Check the recorded layout against liveness computed here; (activation peak, lower bound)."""
     ops = list(main_func(module).body.block.ops)
@@ -201,13 +221,26 @@ def _check_addressed(module: ModuleOp) -> tuple[int, int]:
     weights: dict[tuple[str, object], int] = {}
     coeff_end = 0
     activations = []
+    lives: dict[object, list[int]] = {}  # a placed activation -> [first, last, address, size]
+    root: dict[object, object] = {}  # a view -> the placed activation holding its bytes
+    address_of: dict[object, int] = {}
     for i, op in enumerate(ops):
         if op.name in ("top.none", "func.return"):
             assert "ddr" not in op.attributes
             continue
         addresses = _ddr(op)
         assert len(addresses) == len(op.results)
+        views = _view_offsets(op)
         for value, address in zip(op.results, addresses):
+            last = max((top_index(use.operation) for use in value.uses), default=i)
+            address_of[value] = address
+            source = op.operands[0] if views is not None else None
+            if source in lives or source in root:
+                # A view sits where its bytes are in the tensor it reads, which lives as long.
+                holder = root[value] = root.get(source, source)
+                assert address == address_of[source] + views[op.results.index(value)]
+                lives[holder][1] = max(lives[holder][1], last)
+                continue
             assert address % 64 == 0
             size = -(-_tensor_bytes(value.type) // 64) * 64
             if op.name == "top.weight":
@@ -219,8 +252,8 @@ def _check_addressed(module: ModuleOp) -> tuple[int, int]:
                 weights[key] = address
                 coeff_end += size
                 continue
-            last = max((top_index(use.operation) for use in value.uses), default=i)
-            activations.append((0 if op.name == "top.input" else i, last, address, size))
+            lives[value] = [0 if op.name == "top.input" else i, last, address, size]
+    activations = [tuple(life) for life in lives.values()]
     attrs = {k: v for k, v in module.attributes.items() if k.startswith("module.")}
     base = -(-coeff_end // 4096) * 4096
     assert attrs["module.state"] == StringAttr("TPU_ADDRESSED")

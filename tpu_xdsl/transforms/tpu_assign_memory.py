@@ -11,7 +11,10 @@ is local memory, not DDR).
 Activations reuse memory by liveness in program order: a tensor lives from the
 op that defines it (model inputs from the start) to its last user (outputs to
 the end; the input of a cast that codegen runs inside the next op's slices,
-`backend/prologue.py`, to that op). Each tensor is placed at the lowest 64-byte-aligned offset free for
+`backend/prologue.py`, to that op). A view (a reshape, or a split or slice whose axes before
+the cut have size 1: a contiguous run of its input's bytes, `backend/views.py`) is not placed
+on its own: it sits inside the tensor it reads, at its byte offset, and that tensor lives as
+long as its views. Each other tensor is placed at the lowest 64-byte-aligned offset free for
 its whole life (first-fit), in four orders: definition order, largest first,
 longest-lived first and largest size x lifetime first. No placement can beat
 the largest total size of tensors live at one time, reported as the lower
@@ -34,6 +37,7 @@ assigns the same addresses again.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 from collections.abc import Sequence
@@ -54,6 +58,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from tpu_xdsl.backend.prologue import prologue_casts
+from tpu_xdsl.backend.views import result_offsets
 from tpu_xdsl.device.chip import chip_config
 from tpu_xdsl.dialects.module import main_func, tensor_names
 from tpu_xdsl.errors import TpuXdslError
@@ -297,8 +302,20 @@ def _top_level(op: Operation, block_ops: dict[Operation, int]) -> int:
     return block_ops[op]
 
 
-def _collect(module: ModuleOp) -> tuple[list[_Tensor], list[_Tensor]]:
-    """The weights and the activations of @main, in program order, with their lives."""
+@dataclass(frozen=True)
+class _View:
+    """An activation placed inside another (`root`), `offset` bytes in; its own life."""
+
+    root: SSAValue
+    offset: int
+    life: Lifetime
+
+
+def _collect(module: ModuleOp) -> tuple[list[_Tensor], list[_Tensor], dict[SSAValue, _View]]:
+    """The weights and the activations of @main, in program order, with their lives, and
+    the views: each activation that is a contiguous part of another (`backend/views.py`),
+    with that tensor and its byte offset in it. The activations placed are those that are
+    not views; each lives as long as its views do."""
     ops = list(main_func(module).body.block.ops)
     index = {op: i for i, op in enumerate(ops)}
     # A cast codegen runs inside the slices of the op after it reads its input while that
@@ -325,14 +342,43 @@ def _collect(module: ModuleOp) -> tuple[list[_Tensor], list[_Tensor]]:
             first = 0 if op.name == "top.input" else i
             life = Lifetime(name, align_up(_tensor_bytes(value, op), TENSOR_ALIGN), first, last)
             (weights if op.name == "top.weight" else activations).append(_Tensor(value, life))
-    return weights, activations
+    lives = {a.value: a.life for a in activations}
+    views = {value: _View(root, offset, lives[value])
+             for value, (root, offset) in _views(ops, set(lives)).items()}
+    for view in views.values():
+        life = lives[view.root]
+        lives[view.root] = dataclasses.replace(
+            life, first=min(life.first, view.life.first), last=max(life.last, view.life.last))
+    roots = [_Tensor(a.value, lives[a.value]) for a in activations if a.value not in views]
+    return weights, roots, views
+
+
+def _views(ops: Sequence[Operation], activations: set[SSAValue]) -> dict[SSAValue, tuple[SSAValue, int]]:
+    """Each result that is a view of an activation (`views.result_offsets`), with the
+    activation it is a part of (followed through views of views) and its byte offset."""
+    views: dict[SSAValue, tuple[SSAValue, int]] = {}
+    for op in ops:
+        # Not of a model input: a view is a tensor the program writes, complete when the
+        # tensor it is part of is (the device's dumps name the instruction).
+        if not op.operands:
+            continue
+        source = op.operands[0]
+        if source not in activations or isinstance(source.owner, Operation) and source.owner.name == "top.input":
+            continue
+        offsets = result_offsets(op)
+        if offsets is None:
+            continue
+        root, base = views.get(op.operands[0], (op.operands[0], 0))
+        for result, offset in zip(op.results, offsets, strict=True):
+            views[result] = (root, base + offset)
+    return views
 
 
 def _plan(module: ModuleOp) -> tuple[MemoryPlan, dict[SSAValue, int]]:
     chip = chip_config(
         lowered_chip(module, _ACCEPTED_STATES, "tpu-assign-memory takes a TPU module", MemoryAssignmentError)
     )
-    weights, activations = _collect(module)
+    weights, activations, views = _collect(module)
 
     address_of: dict[SSAValue, int] = {}
     coefficients: list[Placement] = []
@@ -354,6 +400,10 @@ def _plan(module: ModuleOp) -> tuple[MemoryPlan, dict[SSAValue, int]]:
     for a, offset in zip(activations, offsets):
         address_of[a.value] = base + offset
         placements.append(Placement(a.life.name, base + offset, a.life.size, a.life.first, a.life.last))
+    for value, view in views.items():
+        address_of[value] = address_of[view.root] + view.offset
+        life = view.life
+        placements.append(Placement(life.name, address_of[value], life.size, life.first, life.last))
     activation_bytes = peaks[strategy]
     plan = MemoryPlan(
         chip=chip.name,

@@ -19,16 +19,17 @@
 // Activations (op index in @main; life = [definition or 0 for inputs, last user or
 // the end (13) for outputs]; size rounded up to 64):
 //   x   1x16x5x5 f32 1600 B  [0, 4]      xq  1x16x5x5 i8 400 -> 448  [4, 5]
-//   c   448  [5, 11]   l  448  [6, 7]   p  1x4x5x5 100 -> 128  [7, 9]
-//   q   1x12x5x5 300 -> 320  [7, 10]    p2  128  [9, 10]   cat  448  [10, 11]
-//   s   448  [11, 12]  y  1x16x5x5 f32 1600  [12, 13]
+//   c   448  [5, 11]   l  448  [6, 7]   p  1x4x5x5  [7, 9]   q  1x12x5x5  [7, 10]
+//   p2  128  [9, 10]   cat  448  [10, 11]   s  448  [11, 12]   y  1x16x5x5 f32 1600  [12, 13]
+// p and q split l along channels of a batch-1 tensor: they are views, placed inside l
+// (p at its byte 0, q at byte 4*5*5 = 100), and l lives until its views do: [6, 10].
 // Lower bound: the largest live set, at op 4 (x + xq) and op 12 (s + y): 2048.
 //
-// First-fit in definition order: x 0, xq 1600, c 0, l 448, p 896, q 1024, p2 448,
-// cat 576, s 1024 (c and cat are live), y 1472 (s is live) -> peak 3072.
-// Largest-first (x, y 1600; xq, c, l, cat, s 448; q 320; p, p2 128): x 0, y 0,
-// xq 1600, c 0, l 448, cat 448, s 1600 (y, c, cat live), q 896, p 1216, p2 1344
-// -> peak 2048 = the lower bound: largest-first is kept. Addresses are 4096 + offset.
+// First-fit in definition order: x 0, xq 1600, c 0, l 448, p2 896, cat 1024, s 448
+// (c and cat are live), y 896 (s is live) -> peak 2496.
+// Largest-first (x, y 1600; xq, c, l, cat, s 448; p2 128): x 0, y 0, xq 1600, c 0,
+// l 448, cat 896, s 1600 (y, c, cat live), p2 1344 -> peak 2048 = the lower bound:
+// largest-first is kept. Addresses are 4096 + offset.
 builtin.module attributes {module.name = "mem", module.state = "TPU_LOWERED", module.chip = "bm1684x", module.mode = "INT8"} {
   func.func @main(%arg0: tensor<1x16x5x5xf32>) -> tensor<1x16x5x5xf32> {
     %x = "top.input"(%arg0) {names = ["x"]} : (tensor<1x16x5x5xf32>) -> tensor<1x16x5x5xf32>
@@ -56,10 +57,10 @@ builtin.module attributes {module.name = "mem", module.state = "TPU_LOWERED", mo
 // CHECK-NEXT: %xq = "tpu.cast"(%x) {names = ["xq"], ddr = [5696 : i64]}
 // CHECK-NEXT: %c = "tpu.conv"(%xq, %w, %b) {{{.*}}names = ["c"], ddr = [4096 : i64]}
 // CHECK-NEXT: %l = "tpu.lut"(%c, %t) {names = ["l"], ddr = [4544 : i64]}
-// CHECK-NEXT: %p, %q = "tpu.split"(%l) {{{.*}}names = ["p", "q"], ddr = [5312 : i64, 4992 : i64]}
+// CHECK-NEXT: %p, %q = "tpu.split"(%l) {{{.*}}names = ["p", "q"], ddr = [4544 : i64, 4644 : i64]}
 // CHECK-NEXT: %t2 = "top.weight"() {names = ["t"], ddr = [2368 : i64]}
 // CHECK-NEXT: %p2 = "tpu.lut"(%p, %t2) {names = ["p2"], ddr = [5440 : i64]}
-// CHECK-NEXT: %cat = "tpu.concat"(%p2, %q) {{{.*}}names = ["cat"], ddr = [4544 : i64]}
+// CHECK-NEXT: %cat = "tpu.concat"(%p2, %q) {{{.*}}names = ["cat"], ddr = [4992 : i64]}
 // CHECK-NEXT: %s = "tpu.add"(%c, %cat) {names = ["s"], ddr = [5696 : i64]}
 // CHECK-NEXT: %y = "tpu.cast"(%s) {names = ["y"], ddr = [4096 : i64]}
 // CHECK-NEXT: func.return %y

@@ -28,6 +28,7 @@ from tpu_xdsl.backend.codegen.state import (
 )
 from tpu_xdsl.backend.op_shapes import kernel_attrs
 from tpu_xdsl.backend.prologue import prologue_casts
+from tpu_xdsl.backend.views import result_offsets
 from tpu_xdsl.device.chip import ChipConfig, chip_config
 from tpu_xdsl.device.isa import dtype_name
 from tpu_xdsl.device.model_file import IoDesc, TensorDesc, TpuModel
@@ -54,6 +55,7 @@ class Codegen:
         self.coefficients = bytearray()
         self.weight_bytes = 0  # the weights' own bytes, without the coefficient images
         self.moved = 0  # how far the coefficient images moved the activations up
+        self.views: list[tuple[SSAValue, SSAValue]] = []  # (view, the value it is part of), in program order
 
     # -- the whole module ------------------------------------------------------------
 
@@ -74,7 +76,10 @@ class Codegen:
         self._place_images()
         program = self.state.program
         program.instructions, new_id = order_dma(self.chip, program.instructions)
-        self.state.written_by = {value: new_id[i] for value, i in self.state.written_by.items()}
+        written_by = self.state.written_by = {value: new_id[i] for value, i in self.state.written_by.items()}
+        for view, source in self.views:  # complete when the tensor it is part of is
+            if source in written_by:
+                written_by[view] = written_by[source]
         return self._model(main)
 
     def _place_images(self) -> None:
@@ -182,6 +187,8 @@ class Codegen:
         """One op outside groups (with the cast that runs in its slices, `prologue_casts`)."""
         kind = op.name.split(".", 1)[1]
         layer = (tensor_names(op) or [kind])[0]
+        if self._placed_as_view(op):
+            return
         attrs = kernel_attrs(op)
         if reorders(kind, attrs) and emit_reorder(self.state, op, attrs, layer):
             return
@@ -191,6 +198,18 @@ class Codegen:
             self._recurrent(op, kind, attrs, layer)
             return
         emit_compute(self.state, op, kind, layer, prologue)
+
+    def _placed_as_view(self, op: Operation) -> bool:
+        """Whether tpu-assign-memory placed the op's results inside its input, where its
+        bytes already are (`backend/views.py`): then the op has no instructions."""
+        offsets = result_offsets(op)
+        source = self.state.places.get(op.operands[0]) if offsets is not None else None
+        if offsets is None or source is None:
+            return False
+        if any(self.state.places[r].addr != source.addr + o for r, o in zip(op.results, offsets, strict=True)):
+            return False
+        self.views += [(r, op.operands[0]) for r in op.results]
+        return True
 
     def _recurrent(self, op: Operation, kind: str, attrs: dict[str, Any], layer: str) -> None:
         """tpu.lstm / tpu.gru split over the lanes by hidden unit (`backend.recurrent`)."""

@@ -1,0 +1,91 @@
+"""Ops whose results are bytes their input already holds: views, not copies.
+
+DDR holds every tensor row-major and contiguous. A reshape (flatten, squeeze, unsqueeze)
+of such a tensor is the same bytes read with another shape; a split or slice whose axes
+before the cut all have size 1 (a split along the channels of a batch-1 tensor, a slice
+of the outermost axis) is a contiguous run of them. Copying them costs a DMA transfer
+each: YOLOv8's C2f blocks split every stage's features in two, and its head reshapes
+and splits its outputs, 30k of nudenet's 317k cycles on bm1684x.
+
+TPU-MLIR gives such ops no code (its address assignment places "inplace" ops inside
+their input). Here tpu-assign-memory places each view inside the tensor it reads, whose
+life then covers the view's (`transforms/tpu_assign_memory.py`), and codegen emits
+nothing for an op whose results it finds there (`codegen/driver.py`). Both ask
+`result_offsets`, which reads only types and attributes, so a module addressed before
+views existed (its results elsewhere) still gets its copies.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Operation
+
+from tpu_xdsl.backend.op_shapes import kernel_attrs, value_shape
+from tpu_xdsl.kernels import ResultSpec, load_all
+from tpu_xdsl.kernels.dtypes import numpy_dtype
+
+# The same elements in the same order, whatever the shapes.
+_RESHAPES = {"reshape", "flatten", "squeeze", "unsqueeze"}
+# Ops that only pick elements: a view when the elements they pick are one contiguous run
+# in order (found by running the kernel on an array of element indices).
+_PICKS = {"slice", "permute", "expand", "depth2space", "upsample"}
+
+
+def result_offsets(op: Operation) -> list[int] | None:
+    """The byte offset inside its first operand of each result of `op` when each result
+    is a contiguous run of the operand's bytes, in order and in the same element type;
+    None when one is not (or `op` is not a TPU op)."""
+    if not op.name.startswith("tpu.") or not op.operands or not op.results:
+        return None
+    kind = op.name.removeprefix("tpu.")
+    if kind not in _RESHAPES and kind not in _PICKS and kind != "split":
+        return None
+    source = op.operands[0]
+    types = [source.type, *(r.type for r in op.results)]
+    if not all(isinstance(t, TensorType) for t in types):
+        return None
+    dtypes = {numpy_dtype(t.element_type) for t in types}  # type: ignore[attr-defined]
+    if len(dtypes) != 1:
+        return None
+    itemsize = dtypes.pop().itemsize
+    shape = value_shape(source)
+    if kind == "split":
+        return _split_offsets(op, shape, itemsize)
+    if len(op.results) != 1:
+        return None
+    target = value_shape(op.results[0])
+    if kind in _RESHAPES:
+        return [0] if math.prod(target) == math.prod(shape) else None
+    start = _contiguous_pick(op, kind, shape, target)
+    return None if start is None else [start * itemsize]
+
+
+def _split_offsets(op: Operation, shape: tuple[int, ...], itemsize: int) -> list[int] | None:
+    """A split's parts, when every axis before the split axis has size 1."""
+    if not shape:
+        return None
+    axis = int(kernel_attrs(op).get("axis", 0)) % len(shape)
+    if math.prod(shape[:axis]) != 1:
+        return None
+    inner = math.prod(shape[axis + 1 :]) * itemsize
+    offsets, start = [], 0
+    for result in op.results:
+        offsets.append(start * inner)
+        start += value_shape(result)[axis]
+    return offsets if start == shape[axis] else None
+
+
+def _contiguous_pick(op: Operation, kind: str, shape: tuple[int, ...], target: tuple[int, ...]) -> int | None:
+    """The first element index when the kernel picks elements start, start + 1, ... in
+    order, else None."""
+    size = math.prod(shape)
+    index = np.arange(size, dtype=np.int64).reshape(shape)
+    (picked,) = load_all()[kind]([index], kernel_attrs(op), [ResultSpec(target, np.dtype(np.int64))])
+    flat = np.asarray(picked).reshape(-1)
+    if flat.size == 0:
+        return None
+    start = int(flat[0])
+    return start if np.array_equal(flat, np.arange(start, start + flat.size, dtype=np.int64)) else None
