@@ -20,7 +20,7 @@ from onnx import helper, numpy_helper
 
 from tests.test_int8 import init, lowered, model_of
 from tpu_xdsl.backend.codegen import codegen
-from tpu_xdsl.backend.prologue import prologue_casts
+from tpu_xdsl.backend.fused_casts import epilogue_casts, prologue_casts
 from tpu_xdsl.device.isa import Compute
 from tpu_xdsl.device.model_file import TpuModel
 from tpu_xdsl.device.runtime import run_model
@@ -81,8 +81,11 @@ def compile_and_compare(tpu, feeds) -> TpuModel:
     result = run_model(model, feeds, dump_all=True)
     device = {**result.tensors, **result.outputs}
     inputs = set(input_names(tpu))
-    # A cast that runs inside the slices of the op reading it never reaches DDR.
-    fused = {tensor_names(cast)[0] for cast in prologue_casts(list(main_func(tpu).body.block.ops)).values()}
+    # A cast that runs inside the slices of the op reading it never reaches DDR, nor does
+    # the result of an op whose cast runs inside its slices.
+    ops = list(main_func(tpu).body.block.ops)
+    fused = {tensor_names(cast)[0] for cast in prologue_casts(ops).values()}
+    fused |= {tensor_names(op)[0] for op in epilogue_casts(ops)}
     missing = set(reference) - set(device) - inputs - fused
     assert not missing, f"the device dumps no {sorted(missing)}"
     for name, expected in reference.items():

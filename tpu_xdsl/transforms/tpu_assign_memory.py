@@ -11,7 +11,8 @@ is local memory, not DDR).
 Activations reuse memory by liveness in program order: a tensor lives from the
 op that defines it (model inputs from the start) to its last user (outputs to
 the end; the input of a cast that codegen runs inside the next op's slices,
-`backend/prologue.py`, to that op). A view (a reshape, or a split or slice whose axes before
+`backend/fused_casts.py`, to that op; a cast run inside the slices of the op before it
+lives from that op). A view (a reshape, or a split or slice whose axes before
 the cut have size 1: a contiguous run of its input's bytes, `backend/views.py`) is not placed
 on its own: it sits inside the tensor it reads, at its byte offset, and that tensor lives as
 long as its views. Each other tensor is placed at the lowest 64-byte-aligned offset free for
@@ -57,7 +58,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
-from tpu_xdsl.backend.prologue import prologue_casts
+from tpu_xdsl.backend.fused_casts import epilogue_casts, prologue_casts
 from tpu_xdsl.backend.views import result_offsets
 from tpu_xdsl.device.chip import chip_config
 from tpu_xdsl.dialects.module import main_func, tensor_names
@@ -321,6 +322,9 @@ def _collect(module: ModuleOp) -> tuple[list[_Tensor], list[_Tensor], dict[SSAVa
     # A cast codegen runs inside the slices of the op after it reads its input while that
     # op writes: the input lives until that op.
     read_later = {cast.operands[0]: index[user] for user, cast in prologue_casts(ops).items()}
+    # A cast codegen runs inside the slices of the op before it is written while that op
+    # reads its input: its result lives from that op.
+    written_earlier = {cast.results[0]: index[op] for op, cast in epilogue_casts(ops).items()}
     weights: list[_Tensor] = []
     activations: list[_Tensor] = []
     for i, op in enumerate(ops):
@@ -339,7 +343,7 @@ def _collect(module: ModuleOp) -> tuple[list[_Tensor], list[_Tensor], dict[SSAVa
             last = max((_top_level(use.operation, index) for use in value.uses), default=i)
             last = max(last, read_later.get(value, last))
             name = names[r] if r < len(names) else f"{op.name}#{i}.{r}"
-            first = 0 if op.name == "top.input" else i
+            first = 0 if op.name == "top.input" else written_earlier.get(value, i)
             life = Lifetime(name, align_up(_tensor_bytes(value, op), TENSOR_ALIGN), first, last)
             (weights if op.name == "top.weight" else activations).append(_Tensor(value, life))
     lives = {a.value: a.life for a in activations}

@@ -26,8 +26,8 @@ from tpu_xdsl.backend.codegen.state import (
     ddr_addresses,
     nbytes,
 )
+from tpu_xdsl.backend.fused_casts import epilogue_casts, prologue_casts
 from tpu_xdsl.backend.op_shapes import kernel_attrs
-from tpu_xdsl.backend.prologue import prologue_casts
 from tpu_xdsl.backend.views import result_offsets
 from tpu_xdsl.device.chip import ChipConfig, chip_config
 from tpu_xdsl.device.isa import dtype_name
@@ -64,15 +64,15 @@ class Codegen:
         ops = [op for op in main.body.block.ops if op.name not in ("func.return", "top.none")]
         for op in ops:  # every place first: a group loads the next group's weights ahead
             self._place(op)
-        prologues = prologue_casts(ops)
-        fused = set(prologues.values())
+        prologues, epilogues = prologue_casts(ops), epilogue_casts(ops)
+        fused = set(prologues.values()) | set(epilogues.values())
         for op in ops:
             if op.name == "top.weight":
                 self._place_weight(op)
             elif op.name == "tpu.group":
                 self.groups.emit(op)
             elif op.name != "top.input" and op not in fused:
-                self.lower(op, prologues.get(op))
+                self.lower(op, prologues.get(op), epilogues.get(op))
         self._place_images()
         program = self.state.program
         program.instructions, new_id = order_dma(self.chip, program.instructions)
@@ -183,8 +183,8 @@ class Codegen:
 
     # -- one op ----------------------------------------------------------------------------
 
-    def lower(self, op: Operation, prologue: Operation | None = None) -> None:
-        """One op outside groups (with the cast that runs in its slices, `prologue_casts`)."""
+    def lower(self, op: Operation, prologue: Operation | None = None, epilogue: Operation | None = None) -> None:
+        """One op outside groups (with the casts that run in its slices, `fused_casts`)."""
         kind = op.name.split(".", 1)[1]
         layer = (tensor_names(op) or [kind])[0]
         if self._placed_as_view(op):
@@ -197,7 +197,7 @@ class Codegen:
         if kind in ("lstm", "gru"):
             self._recurrent(op, kind, attrs, layer)
             return
-        emit_compute(self.state, op, kind, layer, prologue)
+        emit_compute(self.state, op, kind, layer, prologue, epilogue)
 
     def _placed_as_view(self, op: Operation) -> bool:
         """Whether tpu-assign-memory placed the op's results inside its input, where its

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from xdsl.ir import Operation, SSAValue
 
+from tpu_xdsl.backend.fused_casts import epilogue_casts
 from tpu_xdsl.backend.layer_groups.layout import areas
 from tpu_xdsl.backend.layer_groups.plan import GroupPlan, GroupPlanner
 
@@ -70,10 +71,14 @@ class GroupCosts:
 
 
 def runs(planner: GroupPlanner, ops: Sequence[Operation]) -> list[list[Operation]]:
-    """Maximal runs of consecutive ops that can each run as a group of one."""
+    """Maximal runs of consecutive ops that can each run as a group of one. A cast that
+    runs inside the slices of the op before it (`fused_casts.epilogue_casts`; an op that
+    no group takes) is in none: a group would load that op's float result to cast it."""
+    joins = {op: planner.joinable(op) and planner.plan([op], stored_values([op])) is not None for op in ops}
+    fused = {cast for op, cast in epilogue_casts(ops).items() if not joins[op]}
     found: list[list[Operation]] = [[]]
     for op in ops:
-        if planner.joinable(op) and planner.plan([op], stored_values([op])) is not None:
+        if joins[op] and op not in fused:
             found[-1].append(op)
         elif found[-1]:
             found.append([])
