@@ -1,7 +1,8 @@
 """Convolutions mapped so more of the array works (`backend/first_conv.py`,
 `backend/deconv_blocks.py`): a first convolution on few channels with its kernel taps (all,
 or the rows) folded into its input channels ("3ic", `tpu.fold_taps`), and a deconvolution
-whose kernel equals its stride as a 1x1 convolution and a depth2space. The INT8 results
+whose kernel equals its stride as a 1x1 convolution and a depth2space (and a 1x1
+convolution after a depth2space moved before it). The INT8 results
 equal the TPU interpreter's on the module before the rewrite, bit for bit, and the array
 runs fewer cycles (the cycle counts below are the formula of docs/device.md, "Timing",
 worked by hand)."""
@@ -17,6 +18,7 @@ from tpu_xdsl.backend.codegen import codegen
 from tpu_xdsl.device.isa import Compute
 from tpu_xdsl.device.runtime import run_model
 from tpu_xdsl.dialects.attr_values import to_py
+from tpu_xdsl.dialects.module import tensor_names
 from tpu_xdsl.interp.runner import ModuleRunner
 from tpu_xdsl.transforms.tpu_assign_memory import assign_memory
 from tpu_xdsl.transforms.tpu_layer_group import layer_group
@@ -191,3 +193,52 @@ def test_an_overlapping_deconvolution_stays_a_deconvolution(tmp_path):
     _compiled_equal(tpu, feeds)
     assert [op for op in tpu.walk() if op.name == "tpu.deconv"]
     assert not [op for op in tpu.walk() if op.name == "tpu.depth2space"]
+
+
+def _reads_a_depth2space(tpu) -> list[str]:
+    return [op.name for op in tpu.walk() if op.name == "tpu.conv"
+            and getattr(op.operands[0].owner, "name", "") == "tpu.depth2space"]
+
+
+@pytest.mark.parametrize("mode", ["DCR", "CRD"])
+def test_a_1x1_convolution_after_a_depth2space_moves_before_it(mode, tmp_path):
+    """depth2space then a 1x1 convolution (8 -> 3 channels) becomes the convolution on the
+    blocks (block-diagonal, 32 -> 12 channels) then the depth2space: the same codes, bit for
+    bit, and the copy moves 12 channels where it moved 32."""
+    model = model_of(
+        [node("Relu", ["x"], ["r"]), node("DepthToSpace", ["r"], ["d"], blocksize=2, mode=mode),
+         node("Conv", ["d", "w", "b"], ["y"], kernel_shape=[1, 1])],
+        [("x", [1, 32, 20, 20])], "y", [weight("w", [3, 8, 1, 1], 0.4), weight("b", [3], 0.2)],
+    )
+    tpu, feeds = lower(model, "INT8", "bm1684x", tmp_path)
+    assert _reads_a_depth2space(tpu)
+    _compiled_equal(tpu, feeds)
+    assert not _reads_a_depth2space(tpu)
+    (space,) = [op for op in tpu.walk() if op.name == "tpu.depth2space"]
+    assert space.operands[0].type.get_shape() == (1, 12, 20, 20) and to_py(space.attributes["mode"]) == mode
+
+
+def test_a_dbnet_head_copies_its_narrow_output_instead_of_its_wide_input(tmp_path):
+    """Two block deconvolutions in a row, as PP-OCR's detection head (24 -> 24 -> 1
+    channels, each 2x2 stride 2): the second one's 1x1 convolution moves before the first
+    one's depth2space and runs in its group."""
+    model = model_of(
+        [node("ConvTranspose", ["x", "w1", "b1"], ["u"], kernel_shape=[2, 2], strides=[2, 2]),
+         node("Relu", ["u"], ["r"]),
+         node("ConvTranspose", ["r", "w2", "b2"], ["v"], kernel_shape=[2, 2], strides=[2, 2]),
+         node("Sigmoid", ["v"], ["y"])],
+        [("x", [1, 24, 40, 40])], "y",
+        [weight("w1", [24, 24, 2, 2], 0.3), weight("b1", [24], 0.2), weight("w2", [24, 1, 2, 2], 0.3),
+         weight("b2", [1], 0.5)],
+    )
+    tpu, feeds = lower(model, "INT8", "bm1684x", tmp_path)
+    _, program = _compiled_equal(tpu, feeds)
+    assert not _reads_a_depth2space(tpu) and not [op for op in tpu.walk() if op.name == "tpu.deconv"]
+    spaces = [op for op in tpu.walk() if op.name == "tpu.depth2space"]
+    # The depth2spaces move the last convolution's output (16 channels at 40 x 40, then 4 at
+    # 80 x 80), where the first one moved its 96 input channels at 40 x 40.
+    assert [op.operands[0].type.get_shape() for op in spaces] == [(1, 16, 40, 40), (1, 4, 80, 80)]
+    copied = sum(i.src.nbytes for i in program.instructions if type(i).__name__ == "DmaCopy")
+    assert copied == 2 * 16 * 40 * 40
+    (moved,) = [op for op in tpu.walk() if op.name == "tpu.conv" and tensor_names(op)[0].endswith("_before_space")]
+    assert moved.parent_op().name == "tpu.group"  # with the first block convolution

@@ -29,7 +29,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.passes import ModulePass
 
-from tpu_xdsl.backend.deconv_blocks import split_block_deconvs
+from tpu_xdsl.backend.deconv_blocks import convs_before_depth2space, split_block_deconvs
 from tpu_xdsl.backend.first_conv import repack_first_convs
 from tpu_xdsl.backend.layer_groups import (
     GroupPlanner,
@@ -65,6 +65,7 @@ def layer_group(module: ModuleOp, opt: int = 2) -> GroupReport:
     )
     repack_first_convs(module, chip)
     split_block_deconvs(module, chip)
+    convs_before_depth2space(module, chip)
     block = main_func(module).body.block
     ops = [op for op in block.ops if op.name not in _SKIPPED]
     planner = GroupPlanner(chip, is_weight)
