@@ -188,6 +188,21 @@ def _ddr(op) -> list[int]:
     return [a.value.data for a in attr.data if isinstance(a, IntegerAttr)]
 
 
+def _parts(whole, parts, axis: int) -> list[int] | None:
+    """Where `parts` (values) start inside the bytes of `whole` (a value) they make up
+    along `axis`, when every axis before it has size 1; else None."""
+    shape = whole.type.get_shape()
+    axis %= len(shape)
+    if math.prod(shape[:axis]) != 1:
+        return None
+    row = _tensor_bytes(whole.type) // shape[axis]
+    offsets, start = [], 0
+    for part in parts:
+        offsets.append(start * row)
+        start += part.type.get_shape()[axis]
+    return offsets
+
+
 def _view_offsets(op) -> list[int] | None:
     """Where the results of a reshape, or of a split along an axis with only size-1 axes
     before it, start inside the operand's bytes (the rest are not views here)."""
@@ -196,16 +211,15 @@ def _view_offsets(op) -> list[int] | None:
         return [0]
     if kind != "split":
         return None
-    shape = op.operands[0].type.get_shape()
-    axis = op.attributes["axis"].value.data % len(shape)
-    if math.prod(shape[:axis]) != 1:
+    return _parts(op.operands[0], op.results, op.attributes["axis"].value.data)
+
+
+def _concat_offsets(op) -> list[int] | None:
+    """Where the inputs of a concatenation without rescaling, along an axis with only
+    size-1 axes before it, start inside its result's bytes (None for other ops)."""
+    if op.name != "tpu.concat" or "multiplier" in op.attributes:
         return None
-    row = _tensor_bytes(op.operands[0].type) // shape[axis]
-    offsets, start = [], 0
-    for result in op.results:
-        offsets.append(start * row)
-        start += result.type.get_shape()[axis]
-    return offsets
+    return _parts(op.results[0], op.operands, op.attributes["axis"].value.data)
 
 
 def _check_addressed(module: ModuleOp) -> tuple[int, int]:
@@ -230,12 +244,28 @@ def _check_addressed(module: ModuleOp) -> tuple[int, int]:
             continue
         addresses = _ddr(op)
         assert len(addresses) == len(op.results)
+        parts = _concat_offsets(op)
+        if (parts is not None and all(v in lives and v.owner.name != "top.input" for v in op.operands)
+                and len(set(op.operands)) == len(op.operands)
+                and all(address_of[v] == addresses[0] + p for v, p in zip(op.operands, parts))):
+            # Its inputs were written in place: it holds them and lives as long as they do.
+            value = op.results[0]
+            first = min(lives[v][0] for v in op.operands)
+            last = max([max((top_index(u.operation) for u in value.uses), default=i),
+                        *(lives[v][1] for v in op.operands)])
+            for v in op.operands:
+                del lives[v]
+                root.update({m: value for m, holder in root.items() if holder is v})
+                root[v] = value
+            address_of[value] = addresses[0]
+            lives[value] = [first, last, addresses[0], -(-_tensor_bytes(value.type) // 64) * 64]
+            continue
         views = _view_offsets(op)
         for value, address in zip(op.results, addresses):
             last = max((top_index(use.operation) for use in value.uses), default=i)
             address_of[value] = address
             source = op.operands[0] if views is not None else None
-            if source in lives or source in root:
+            if (source in lives or source in root) and getattr(source.owner, "name", "") != "top.input":
                 # A view sits where its bytes are in the tensor it reads, which lives as long.
                 holder = root[value] = root.get(source, source)
                 assert address == address_of[source] + views[op.results.index(value)]

@@ -113,3 +113,39 @@ def test_views_have_no_instructions_and_the_device_reproduces_the_interpreter(sc
     (flatten,) = [op for op in main_func(tpu).body.block.ops if op.name == "tpu.reshape" and op is not reshape]
     (fx,) = tensor_names(flatten)
     assert (fx in copied) == (scheme == "F32"), (fx, copied)
+
+
+def _concat_model() -> onnx.ModelProto:
+    """Two ops' results joined along channels (batch 1): written in place into the join.
+    One of them is also reshaped (a view, which moves with it) and read after the join;
+    the join is split again (views of it)."""
+    nodes = [node("Relu", ["x"], ["r"]), node("Sigmoid", ["x"], ["s"]), node("Reshape", ["r", "flat"], ["rr"]),
+             node("Concat", ["r", "s"], ["c"], axis=1), node("Split", ["c", "split"], ["p", "q"], axis=1),
+             node("Add", ["p", "q"], ["y"]), node("Neg", ["rr"], ["z"])]
+    inits = [ints("flat", [1, 8 * 144]), ints("split", [8, 8])]
+    graph = helper.make_graph(nodes, "join", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT,
+                                                                           [1, 8, 12, 12])],
+                              [onnx.ValueInfoProto(name=n) for n in ("y", "z")], initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=9)
+    return onnx.shape_inference.infer_shapes(model, strict_mode=True)
+
+
+@pytest.mark.parametrize(("scheme", "chip"), [("INT8", "bm1684x"), ("F32", "bm1684x"), ("BF16", "cv183x")])
+def test_a_join_along_channels_is_written_in_place(scheme, chip, tmp_path):
+    tpu, feeds = lower(_concat_model(), scheme, chip, tmp_path)
+    model = compile_and_compare(tpu, feeds)
+    (concat,) = [op for op in main_func(tpu).body.block.ops if op.name == "tpu.concat"]
+    assert "multiplier" not in concat.attributes  # per-channel scales side by side
+    places = {t.name: t.addr for t in [*model.tensors, *model.inputs, *model.outputs]}
+    (joined,), (first, second) = tensor_names(concat), (tensor_names(v.owner)[0] for v in concat.operands)
+    item = 4 if scheme == "F32" else 2 if scheme == "BF16" else 1
+    # the first input at the join's byte 0, the second 8 channels of 12x12 later
+    assert places[first] == places[joined] and places[second] - places[joined] == 8 * 144 * item
+    copied = {i.layer for i in model.instructions if isinstance(i, DmaCopy)}
+    assert joined not in copied, copied
+    # the reshape is a view of what it reads; in the float modes that is the first input,
+    # and the view moved into the join with it (in INT8 the join reads a conversion of it)
+    (reshape,) = [op for op in main_func(tpu).body.block.ops if op.name == "tpu.reshape"]
+    source = tensor_names(reshape.operands[0].owner)[0]
+    assert places[tensor_names(reshape)[0]] == places[source]
+    assert (source == first) == (scheme != "INT8")

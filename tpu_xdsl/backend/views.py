@@ -12,7 +12,9 @@ their input). Here tpu-assign-memory places each view inside the tensor it reads
 life then covers the view's (`transforms/tpu_assign_memory.py`), and codegen emits
 nothing for an op whose results it finds there (`codegen/driver.py`). Both ask
 `result_offsets`, which reads only types and attributes, so a module addressed before
-views existed (its results elsewhere) still gets its copies.
+views existed (its results elsewhere) still gets its copies. A concatenation that only
+copies along such an axis is the other way round (`operand_offsets`): its inputs are
+placed inside its result, and their ops write them there.
 """
 
 from __future__ import annotations
@@ -89,3 +91,32 @@ def _contiguous_pick(op: Operation, kind: str, shape: tuple[int, ...], target: t
         return None
     start = int(flat[0])
     return start if np.array_equal(flat, np.arange(start, start + flat.size, dtype=np.int64)) else None
+
+
+def operand_offsets(op: Operation) -> list[int] | None:
+    """For a concatenation that only copies (no rescaling) along an axis with only size-1
+    axes before it, the byte offset inside its result of each operand, which can then be
+    written there in the first place (TPU-MLIR's in-place concat); None otherwise."""
+    if op.name != "tpu.concat" or not op.operands or len(op.results) != 1:
+        return None
+    attrs = kernel_attrs(op)
+    if attrs.get("multiplier"):
+        return None
+    types = [op.results[0].type, *(v.type for v in op.operands)]
+    if not all(isinstance(t, TensorType) for t in types):
+        return None
+    dtypes = {numpy_dtype(t.element_type) for t in types}  # type: ignore[attr-defined]
+    if len(dtypes) != 1:
+        return None
+    shape = value_shape(op.results[0])
+    if not shape:
+        return None
+    axis = int(attrs.get("axis", 0)) % len(shape)
+    if math.prod(shape[:axis]) != 1:
+        return None
+    inner = math.prod(shape[axis + 1 :]) * dtypes.pop().itemsize
+    offsets, start = [], 0
+    for value in op.operands:
+        offsets.append(start * inner)
+        start += value_shape(value)[axis]
+    return offsets if start == shape[axis] else None

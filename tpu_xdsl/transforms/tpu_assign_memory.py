@@ -15,7 +15,8 @@ the end; the input of a cast that codegen runs inside the next op's slices,
 lives from that op). A view (a reshape, or a split or slice whose axes before
 the cut have size 1: a contiguous run of its input's bytes, `backend/views.py`) is not placed
 on its own: it sits inside the tensor it reads, at its byte offset, and that tensor lives as
-long as its views. Each other tensor is placed at the lowest 64-byte-aligned offset free for
+long as its views. So do the inputs of a concatenation that only copies along such an axis,
+inside its result (`views.operand_offsets`): their ops write them there. Each other tensor is placed at the lowest 64-byte-aligned offset free for
 its whole life (first-fit), in four orders: definition order, largest first,
 longest-lived first and largest size x lifetime first. No placement can beat
 the largest total size of tensors live at one time, reported as the lower
@@ -59,7 +60,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from tpu_xdsl.backend.fused_casts import epilogue_casts, prologue_casts
-from tpu_xdsl.backend.views import result_offsets
+from tpu_xdsl.backend.views import operand_offsets, result_offsets
 from tpu_xdsl.device.chip import chip_config
 from tpu_xdsl.dialects.module import main_func, tensor_names
 from tpu_xdsl.errors import TpuXdslError
@@ -358,23 +359,37 @@ def _collect(module: ModuleOp) -> tuple[list[_Tensor], list[_Tensor], dict[SSAVa
 
 
 def _views(ops: Sequence[Operation], activations: set[SSAValue]) -> dict[SSAValue, tuple[SSAValue, int]]:
-    """Each result that is a view of an activation (`views.result_offsets`), with the
-    activation it is a part of (followed through views of views) and its byte offset."""
+    """Each activation placed inside another, with that one (the root: followed through
+    views of views) and its byte offset in it: the results of views
+    (`views.result_offsets`), and the operands of a concatenation written in place
+    (`views.operand_offsets`) when each is an activation of its own (an op's result, not
+    yet inside another tensor, none twice)."""
     views: dict[SSAValue, tuple[SSAValue, int]] = {}
+    members: dict[SSAValue, list[SSAValue]] = {}  # root -> the values placed inside it
+    computed = {v for v in activations if not (isinstance(v.owner, Operation) and v.owner.name == "top.input")}
     for op in ops:
         # Not of a model input: a view is a tensor the program writes, complete when the
         # tensor it is part of is (the device's dumps name the instruction).
         if not op.operands:
             continue
         source = op.operands[0]
-        if source not in activations or isinstance(source.owner, Operation) and source.owner.name == "top.input":
+        offsets = result_offsets(op) if source in computed else None
+        if offsets is not None:
+            root, base = views.get(source, (source, 0))
+            for result, offset in zip(op.results, offsets, strict=True):
+                views[result] = (root, base + offset)
+                members.setdefault(root, []).append(result)
             continue
-        offsets = result_offsets(op)
-        if offsets is None:
+        parts = operand_offsets(op)
+        if parts is None or op.results[0] not in computed or len(set(op.operands)) != len(op.operands):
             continue
-        root, base = views.get(op.operands[0], (op.operands[0], 0))
-        for result, offset in zip(op.results, offsets, strict=True):
-            views[result] = (root, base + offset)
+        if any(v not in computed or v in views for v in op.operands):
+            continue
+        out = op.results[0]
+        for value, offset in zip(op.operands, parts, strict=True):
+            for member in [value, *members.pop(value, [])]:
+                views[member] = (out, offset + (views[member][1] if member is not value else 0))
+                members.setdefault(out, []).append(member)
     return views
 
 

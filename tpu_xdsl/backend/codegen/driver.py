@@ -28,7 +28,7 @@ from tpu_xdsl.backend.codegen.state import (
 )
 from tpu_xdsl.backend.fused_casts import epilogue_casts, prologue_casts
 from tpu_xdsl.backend.op_shapes import kernel_attrs
-from tpu_xdsl.backend.views import result_offsets
+from tpu_xdsl.backend.views import operand_offsets, result_offsets
 from tpu_xdsl.device.chip import ChipConfig, chip_config
 from tpu_xdsl.device.isa import dtype_name
 from tpu_xdsl.device.model_file import IoDesc, TensorDesc, TpuModel
@@ -55,7 +55,9 @@ class Codegen:
         self.coefficients = bytearray()
         self.weight_bytes = 0  # the weights' own bytes, without the coefficient images
         self.moved = 0  # how far the coefficient images moved the activations up
-        self.views: list[tuple[SSAValue, SSAValue]] = []  # (view, the value it is part of), in program order
+        # (a value no instruction writes, the values whose writes complete it), in program
+        # order: views and concatenations written in place (`backend/views.py`)
+        self.complete_with: list[tuple[SSAValue, list[SSAValue]]] = []
 
     # -- the whole module ------------------------------------------------------------
 
@@ -77,9 +79,9 @@ class Codegen:
         program = self.state.program
         program.instructions, new_id = order_dma(self.chip, program.instructions)
         written_by = self.state.written_by = {value: new_id[i] for value, i in self.state.written_by.items()}
-        for view, source in self.views:  # complete when the tensor it is part of is
-            if source in written_by:
-                written_by[view] = written_by[source]
+        for value, sources in self.complete_with:
+            if all(source in written_by for source in sources):
+                written_by[value] = max(written_by[source] for source in sources)
         return self._model(main)
 
     def _place_images(self) -> None:
@@ -201,15 +203,22 @@ class Codegen:
 
     def _placed_as_view(self, op: Operation) -> bool:
         """Whether tpu-assign-memory placed the op's results inside its input, where its
-        bytes already are (`backend/views.py`): then the op has no instructions."""
+        bytes already are, or the inputs of a concatenation inside its result, where
+        their ops wrote them (`backend/views.py`): then the op has no instructions."""
+        places = self.state.places
         offsets = result_offsets(op)
-        source = self.state.places.get(op.operands[0]) if offsets is not None else None
-        if offsets is None or source is None:
-            return False
-        if any(self.state.places[r].addr != source.addr + o for r, o in zip(op.results, offsets, strict=True)):
-            return False
-        self.views += [(r, op.operands[0]) for r in op.results]
-        return True
+        if offsets is not None and op.operands[0] in places:
+            source = places[op.operands[0]]
+            if all(places[r].addr == source.addr + o for r, o in zip(op.results, offsets, strict=True)):
+                self.complete_with += [(r, [op.operands[0]]) for r in op.results]
+                return True
+        parts = operand_offsets(op)
+        if parts is not None:
+            out = places[op.results[0]]
+            if all(places[v].addr == out.addr + o for v, o in zip(op.operands, parts, strict=True)):
+                self.complete_with.append((op.results[0], list(op.operands)))
+                return True
+        return False
 
     def _recurrent(self, op: Operation, kind: str, attrs: dict[str, Any], layer: str) -> None:
         """tpu.lstm / tpu.gru split over the lanes by hidden unit (`backend.recurrent`)."""
