@@ -13,10 +13,11 @@ op that defines it (model inputs from the start) to its last user (outputs to
 the end; the input of a cast that codegen runs inside the next op's slices,
 `backend/fused_casts.py`, to that op; a cast run inside the slices of the op before it
 lives from that op). A view (a reshape, or a split or slice whose axes before
-the cut have size 1: a contiguous run of its input's bytes, `backend/views.py`) is not placed
-on its own: it sits inside the tensor it reads, at its byte offset, and that tensor lives as
-long as its views. So do the inputs of a concatenation that only copies along such an axis,
-inside its result (`views.operand_offsets`): their ops write them there. Each other tensor is placed at the lowest 64-byte-aligned offset free for
+the cut have size 1: a contiguous run of its input's bytes, `backend/views.py`) is not
+placed on its own: it sits inside the tensor it reads, at its byte offset, and that tensor
+lives as long as its views. So do the inputs of a concatenation that only copies along
+such an axis, inside its result (`views.operand_offsets`): their ops write them there.
+Each other tensor is placed at the lowest 64-byte-aligned offset free for
 its whole life (first-fit), in four orders: definition order, largest first,
 longest-lived first and largest size x lifetime first. No placement can beat
 the largest total size of tensors live at one time, reported as the lower
