@@ -56,6 +56,12 @@ def _attr(op: Operation, name: str, default: Any = None) -> Any:
     return default if attr is None else to_py(attr)
 
 
+def _requantized_per_channel(op: Operation) -> bool:
+    """An INT8 op requantized by a multiplier and a shift listed per output channel."""
+    return _attr(op, "quant_mode") == "multiplier_shift" and all(
+        isinstance(_attr(op, name), list) for name in _PER_CHANNEL)
+
+
 def _pays(op: Operation, chip: ChipConfig, module: ModuleOp) -> bool:
     x, w, y = op.operands[0], op.operands[1], op.results[0]
     if not all(isinstance(v.type, TensorType) and len(_shape(v)) == 4 for v in (x, w, y)):
@@ -70,17 +76,13 @@ def _pays(op: Operation, chip: ChipConfig, module: ModuleOp) -> bool:
         return False
     if int(_attr(op, "group", 1)) != 1 or any(d != 1 for d in _attr(op, "dilations", [1, 1])):
         return False
-    if _attr(op, "quant_mode") != "multiplier_shift" or any(
+    if not _requantized_per_channel(op) or any(
         name.startswith("zero_point") or name.endswith("zero_point") for name in op.attributes
     ):
         return False
     out_qparams = qparams_of(y.type, weights_of(module))
     if out_qparams is None or getattr(out_qparams, "zero_point", 0):
         return False
-    for name in _PER_CHANNEL:
-        values = _attr(op, name)
-        if not isinstance(values, list):
-            return False
     n, ic, h, width = _shape(x)
     oc = _shape(y)[1]
     taps = kernel[0] * kernel[1]
@@ -181,9 +183,7 @@ def _moved_space(conv: Operation) -> Operation | None:
         return None
     if int(_attr(conv, "group", 1)) != 1:
         return None
-    if _attr(conv, "quant_mode") != "multiplier_shift" or any("zero_point" in name for name in conv.attributes):
-        return None
-    if not all(isinstance(_attr(conv, name), list) for name in _PER_CHANNEL):
+    if not _requantized_per_channel(conv) or any("zero_point" in name for name in conv.attributes):
         return None
     bias = conv.operands[2] if len(conv.operands) > 2 else None
     if bias is not None and not is_none(bias):

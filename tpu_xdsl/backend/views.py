@@ -20,10 +20,11 @@ placed inside its result, and their ops write them there.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 from xdsl.dialects.builtin import TensorType
-from xdsl.ir import Operation
+from xdsl.ir import Operation, SSAValue
 
 from tpu_xdsl.backend.op_shapes import kernel_attrs, value_shape
 from tpu_xdsl.kernels import ResultSpec, load_all
@@ -46,37 +47,56 @@ def result_offsets(op: Operation) -> list[int] | None:
     if kind not in _RESHAPES and kind not in _PICKS and kind != "split":
         return None
     source = op.operands[0]
-    types = [source.type, *(r.type for r in op.results)]
-    if not all(isinstance(t, TensorType) for t in types):
+    itemsize = _itemsize([source, *op.results])
+    if itemsize is None:
         return None
-    dtypes = {numpy_dtype(t.element_type) for t in types}  # type: ignore[attr-defined]
-    if len(dtypes) != 1:
-        return None
-    itemsize = dtypes.pop().itemsize
-    shape = value_shape(source)
     if kind == "split":
-        return _split_offsets(op, shape, itemsize)
+        return _parts(source, op.results, int(kernel_attrs(op).get("axis", 0)), itemsize)
     if len(op.results) != 1:
         return None
-    target = value_shape(op.results[0])
+    shape, target = value_shape(source), value_shape(op.results[0])
     if kind in _RESHAPES:
         return [0] if math.prod(target) == math.prod(shape) else None
     start = _contiguous_pick(op, kind, shape, target)
     return None if start is None else [start * itemsize]
 
 
-def _split_offsets(op: Operation, shape: tuple[int, ...], itemsize: int) -> list[int] | None:
-    """A split's parts, when every axis before the split axis has size 1."""
+def operand_offsets(op: Operation) -> list[int] | None:
+    """For a concatenation that only copies (no rescaling) along an axis with only size-1
+    axes before it, the byte offset inside its result of each operand, which can then be
+    written there in the first place (TPU-MLIR's in-place concat); None otherwise."""
+    if op.name != "tpu.concat" or not op.operands or len(op.results) != 1:
+        return None
+    attrs = kernel_attrs(op)
+    itemsize = _itemsize([op.results[0], *op.operands])
+    if attrs.get("multiplier") or itemsize is None:
+        return None
+    return _parts(op.results[0], op.operands, int(attrs.get("axis", 0)), itemsize)
+
+
+def _itemsize(values: Sequence[SSAValue]) -> int | None:
+    """The element size of tensors that all hold one element type, else None."""
+    types = [v.type for v in values]
+    if not all(isinstance(t, TensorType) for t in types):
+        return None
+    dtypes = {numpy_dtype(t.element_type) for t in types}  # type: ignore[attr-defined]
+    return dtypes.pop().itemsize if len(dtypes) == 1 else None
+
+
+def _parts(whole: SSAValue, parts: Sequence[SSAValue], axis: int, itemsize: int) -> list[int] | None:
+    """Where `parts`, which make up `whole` along `axis` in order, start in its bytes: when
+    every axis before `axis` has size 1, each is one contiguous run; else None."""
+    shape = value_shape(whole)
     if not shape:
         return None
-    axis = int(kernel_attrs(op).get("axis", 0)) % len(shape)
+    axis %= len(shape)
     if math.prod(shape[:axis]) != 1:
         return None
     inner = math.prod(shape[axis + 1 :]) * itemsize
     offsets, start = [], 0
-    for result in op.results:
+    for part in parts:
         offsets.append(start * inner)
-        start += value_shape(result)[axis]
+        start += value_shape(part)[axis]
     return offsets if start == shape[axis] else None
 
 
@@ -91,32 +111,3 @@ def _contiguous_pick(op: Operation, kind: str, shape: tuple[int, ...], target: t
         return None
     start = int(flat[0])
     return start if np.array_equal(flat, np.arange(start, start + flat.size, dtype=np.int64)) else None
-
-
-def operand_offsets(op: Operation) -> list[int] | None:
-    """For a concatenation that only copies (no rescaling) along an axis with only size-1
-    axes before it, the byte offset inside its result of each operand, which can then be
-    written there in the first place (TPU-MLIR's in-place concat); None otherwise."""
-    if op.name != "tpu.concat" or not op.operands or len(op.results) != 1:
-        return None
-    attrs = kernel_attrs(op)
-    if attrs.get("multiplier"):
-        return None
-    types = [op.results[0].type, *(v.type for v in op.operands)]
-    if not all(isinstance(t, TensorType) for t in types):
-        return None
-    dtypes = {numpy_dtype(t.element_type) for t in types}  # type: ignore[attr-defined]
-    if len(dtypes) != 1:
-        return None
-    shape = value_shape(op.results[0])
-    if not shape:
-        return None
-    axis = int(attrs.get("axis", 0)) % len(shape)
-    if math.prod(shape[:axis]) != 1:
-        return None
-    inner = math.prod(shape[axis + 1 :]) * dtypes.pop().itemsize
-    offsets, start = [], 0
-    for value in op.operands:
-        offsets.append(start * inner)
-        start += value_shape(value)[axis]
-    return offsets if start == shape[axis] else None
