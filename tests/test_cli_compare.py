@@ -84,6 +84,25 @@ def test_a_dtype_that_differs_is_noted(tmp_path, capsys):
     assert "give --dequant N.mlir" in out
 
 
+def test_bfloat16_dumps_compare_by_value(tmp_path, capsys):
+    """numpy writes a bfloat16 array (a BF16 module's dump) as raw 2-byte records: compare
+    reads them back as bfloat16 (it stopped with an internal error on them). Raw records
+    of another size are not numbers: equal or not, no metric."""
+    import ml_dtypes
+
+    values = np.array([1.0, -2.5, 0.1, 3e38], np.float32)
+    rounded = values.astype(ml_dtypes.bfloat16)
+    a = npz(tmp_path / "a.npz", t=values, raw=np.zeros(2, "V4"))
+    b = npz(tmp_path / "b.npz", t=rounded, raw=np.ones(2, "V4"))
+    code, out, err = run(capsys, "compare", a, b, "--verbose", "--tolerance", "0.99,0.99")
+    assert code == 1, err
+    t = row(out, "t")
+    # bfloat16 keeps 1.0 and -2.5; the largest difference is 3e38's rounding
+    assert t[2] == "1.000000" and t[6] == "ok" and "(dtype bfloat16 vs reference float32)" in " ".join(t)
+    assert float(t[5]) == pytest.approx(abs(3e38 - float(rounded[3])), rel=1e-2)
+    assert "|V4 vs reference |V4: not numbers, and not equal" in " ".join(row(out, "raw"))
+
+
 def test_int8_dumps_compare_by_real_value_with_dequant(compiled, tmp_path, capsys):  # noqa: F811
     dump = tmp_path / "tpu.npz"
     code, _, err = run(capsys, "run", compiled.mlir, "--input", compiled.x, "--output", dump, "--dump-all")

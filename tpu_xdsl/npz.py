@@ -8,6 +8,9 @@ allocates what a header declares (2^40 x 3 x 8 x 8 in a 16-byte file) before it 
 the data short. Here each member's `.npy` header is read first: Python objects are
 refused (nothing is unpickled), the size goes through `limits.check_tensor_size`, and
 every failure is one `NpzError` line naming the file, the member and `hint`.
+
+The `.npy` format has no bfloat16: numpy writes a bfloat16 array (a BF16 dump of `tpu-xdsl
+run --dump-all`) as raw 2-byte records, which are read back as bfloat16.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import zlib
 from pathlib import Path
 from typing import IO
 
+import ml_dtypes
 import numpy as np
 
 from tpu_xdsl.errors import TpuXdslError
@@ -59,9 +63,13 @@ def _read_array(open_stream, label: str, where: str, hint: str) -> np.ndarray:
     _checked_header(open_stream, label, where, hint)
     try:
         with open_stream() as stream:
-            return np.lib.format.read_array(stream, allow_pickle=False)
+            array = np.lib.format.read_array(stream, allow_pickle=False)
     except READ_ERRORS as e:
         raise NpzError(f"{where}: {label} cannot be read ({_reason(e)}); {hint}") from e
+    if array.dtype.kind == "V" and array.dtype.type is np.void and array.dtype.names is None \
+            and array.dtype.itemsize == 2:
+        return array.view(ml_dtypes.bfloat16)
+    return array
 
 
 def read_npz(path: str | Path, hint: str, where: str | None = None) -> dict[str, np.ndarray]:

@@ -82,8 +82,9 @@ def _squeezed(shape: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def _numeric(dtype: np.dtype) -> bool:
-    """Numbers numpy can turn into float64 (bfloat16 and the float8s of ml_dtypes are kind V)."""
-    return dtype.kind in "biuf" or (dtype.kind == "V" and dtype.itemsize <= 2 and dtype.names is None)
+    """Numbers numpy can turn into float64 (bfloat16 and the float8s of ml_dtypes are kind V;
+    raw records, numpy's own kind V, are not numbers)."""
+    return dtype.kind in "biuf" or (dtype.kind == "V" and dtype.type is not np.void and dtype.itemsize <= 2)
 
 
 def compare_tensors(name: str, reference: np.ndarray, actual: np.ndarray) -> TensorComparison:
