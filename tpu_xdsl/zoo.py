@@ -217,6 +217,7 @@ def write_line_samples(folder: Path, count: int, start: int = 0, turn: bool = Fa
     so that resizing to the input scales it evenly; without it a page line spans 40-100 %
     of the page's width and a rendered one its text's. `turn`: every sample is turned by
     180 degrees with probability 1/2. Sample n depends on n alone."""
+    import math
     import random
 
     import numpy as np
@@ -244,10 +245,10 @@ def write_line_samples(folder: Path, count: int, start: int = 0, turn: bool = Fa
             font = ImageFont.load_default(size=size)
             first = rng.randrange(len(words))
             text = " ".join(words[first:first + rng.randint(2, 6)])
-            box = font.getbbox(text)
+            right, bottom = (math.ceil(v) for v in font.getbbox(text)[2:])  # integers for FreeType fonts
             pad = rng.randint(2, size // 3)
-            height = box[3] + 2 * pad
-            width = box[2] + 2 * pad if aspect is None else round(aspect * height)
+            height = bottom + 2 * pad
+            width = right + 2 * pad if aspect is None else round(aspect * height)
             paper = rng.randint(170, 250)
             noise = np.random.default_rng(n).normal(0, 6, (height, width, 1))
             background = np.clip(paper + noise, 0, 255).repeat(3, axis=2).astype(np.uint8)
