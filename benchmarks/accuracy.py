@@ -16,7 +16,9 @@ Per mode: mean and minimum cosine of the final output, and an agreement
 with F32: for classifiers the top-1 agreement (per position for the text
 recognizer, whose output is one distribution per character slot), for the
 text detector the IoU of the text pixels (probability > 0.3, DBNet's
-binarization threshold). The detector's cosine is taken over the samples in
+binarization threshold); the recognizer's output is also decoded (greedy CTC)
+and the lines on which a mode reads the text F32 reads are counted. The
+detector's cosine is taken over the samples in
 which F32 finds text: where it finds none its map is ~1e-8 everywhere, below
 f16's smallest number, and the cosine of two such maps says nothing. Targets:
 F16/BF16 cosine >= 0.999; INT8 cosine >= 0.99 and top-1 agreement >= 95 %.
@@ -212,6 +214,18 @@ def agreement(name: str, reference: np.ndarray, actual: np.ndarray) -> np.ndarra
     return (reference.argmax(-1) == actual.argmax(-1)).ravel()
 
 
+# Text recognizers with a CTC head ([1, positions, classes], class 0 the blank): their output
+# is also read as text, to say whether a mode changes what the model reads.
+CTC_RECOGNIZERS = {"ppocr_rec"}
+
+
+def ctc_text(probabilities: np.ndarray) -> list[int]:
+    """Greedy CTC decoding: the best class per position, repeats merged, blanks (0) dropped."""
+    best = probabilities.reshape(-1, probabilities.shape[-1]).argmax(-1)
+    changed = np.concatenate([[True], best[1:] != best[:-1]])
+    return [int(c) for c in best[changed] if c != 0]
+
+
 # A text detector's crop whose text F32 finds on less than this share of the map: a marginal
 # detection, a few pixels near the threshold, whose cosine moves with any rounding.
 MARGINAL_TEXT = 0.01
@@ -234,7 +248,9 @@ class Evaluation:
     """One worker's share of the evaluation (`tpu_xdsl.workers`): the samples and the TOP
     module's outputs on them, and the module of the mode being evaluated, lowered once per
     worker. A task is one sample of one mode; it returns its cosine (None where it says
-    nothing: a text detector's crop without text), its agreement and its clear decisions."""
+    nothing: a text detector's crop without text), its agreement, its clear decisions, and
+    for a text detector its share of text pixels, for a CTC recognizer 1.0 where it reads
+    the text F32 reads."""
 
     def __init__(self, name: str, mlir: str, sample_paths: list[str]):
         from tpu_xdsl.calibration.dataset import SampleLoader
@@ -268,8 +284,12 @@ class Evaluation:
             cos = compare_tensors("out", ref, out).cosine
         same = agreement(self.name, ref, out)
         clear = same[(ref.max(-1) >= CLEAR).ravel()] if same is not None and self.name in CLASSIFIERS else None
-        text_share = float(np.mean(ref > TEXT_PROBABILITY)) if self.name in DETECTORS else None
-        return cos, same, clear, text_share
+        extra = None  # the detector's share of text pixels; the recognizer's text read as F32 reads it
+        if self.name in DETECTORS:
+            extra = float(np.mean(ref > TEXT_PROBABILITY))
+        elif self.name in CTC_RECOGNIZERS:
+            extra = float(ctc_text(ref) == ctc_text(out))
+        return cos, same, clear, extra
 
 
 def main() -> int:
@@ -292,7 +312,7 @@ def main() -> int:
     modes = [m for m in args.modes.split(",") if m]
     recovery = {m: base_and_recovery(m) for m in modes}
     rows = []
-    marginal: dict[tuple[str, str], str] = {}
+    notes: dict[tuple[str, str], str] = {}  # per model and mode: the detector's split, the recognizer's text
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         cal, evaluation = folder / "cal", folder / "eval"
@@ -345,7 +365,11 @@ def main() -> int:
                     agree = [a for _, a, _, _ in results if a is not None]
                     clear = [c for _, _, c, _ in results if c is not None]
                     if name in DETECTORS:
-                        marginal[(name, label)] = marginal_split(results)
+                        notes[(name, label)] = marginal_split(results)
+                    if name in CTC_RECOGNIZERS:
+                        read = [same for _, _, _, same in results]
+                        notes[(name, label)] = (f"reads the text F32 reads (greedy CTC) on {int(sum(read))} of "
+                                                   f"{len(read)} lines")
                     top1 = float(np.mean(np.concatenate(agree))) if agree else None
                     decided = np.concatenate(clear) if clear else np.zeros(0)
                     clear_top1 = (float(np.mean(decided)), decided.size) if decided.size else None
@@ -379,7 +403,7 @@ def main() -> int:
         searched = f"{search_seconds:8.0f}" if search_seconds is not None else f"{'-':>8}"
         print(f"{name:<18} {label:<{width}} {mean_cos:9.5f} {min_cos:9.5f} {agree} {clear} {floats:>9} "
               f"{int8_ops} {int8_macs} {searched}  {target}: {'met' if ok else 'MISSED'}")
-    for (name, label), split in marginal.items():
+    for (name, label), split in notes.items():
         print(f"{name} {label}: {split}")
     print("agree: top-1 agreement with F32 (ppocr_rec per character slot); ppocr_det: IoU of text pixels (p > 0.3)")
     print(f"clear: top-1 agreement where F32's top-1 probability is >= {CLEAR} (of how many decisions)")
