@@ -367,9 +367,9 @@ def main() -> int:
                     if name in DETECTORS:
                         notes[(name, label)] = marginal_split(results)
                     if name in CTC_RECOGNIZERS:
-                        read = [same for _, _, _, same in results]
-                        notes[(name, label)] = (f"reads the text F32 reads (greedy CTC) on {int(sum(read))} of "
-                                                   f"{len(read)} lines")
+                        read_alike = [extra for *_, extra in results]
+                        notes[(name, label)] = (f"reads the text F32 reads (greedy CTC) on {int(sum(read_alike))} "
+                                                f"of {len(read_alike)} lines")
                     top1 = float(np.mean(np.concatenate(agree))) if agree else None
                     decided = np.concatenate(clear) if clear else np.zeros(0)
                     clear_top1 = (float(np.mean(decided)), decided.size) if decided.size else None

@@ -66,8 +66,7 @@ def _read_array(open_stream, label: str, where: str, hint: str) -> np.ndarray:
             array = np.lib.format.read_array(stream, allow_pickle=False)
     except READ_ERRORS as e:
         raise NpzError(f"{where}: {label} cannot be read ({_reason(e)}); {hint}") from e
-    if array.dtype.kind == "V" and array.dtype.type is np.void and array.dtype.names is None \
-            and array.dtype.itemsize == 2:
+    if array.dtype.type is np.void and array.dtype.names is None and array.dtype.itemsize == 2:  # raw records
         return array.view(ml_dtypes.bfloat16)
     return array
 

@@ -179,9 +179,10 @@ def write_text_samples(folder: Path, count: int, start: int = 0) -> list[Path]:
 
 
 def text_lines(photo: Path, min_ink: float = 0.1) -> list[tuple[int, int]]:
-    """The rows (top, bottom) of the lines of printed text in `photo`: runs of rows where at
-    least `min_ink` of the pixels are ink, a pixel at least 50 grey levels darker than the
-    brightest one within 7 pixels (the paper around it, whatever the lighting)."""
+    """The rows (top, bottom) of the lines of printed text in `photo`: runs of at least 6 rows
+    (a ruled line is not text) where at least `min_ink` of the pixels are ink, a pixel at
+    least 50 grey levels darker than the brightest one within 7 pixels (the paper around it,
+    whatever the lighting)."""
     import numpy as np
     from PIL import Image, ImageFilter
 
