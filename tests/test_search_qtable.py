@@ -142,6 +142,34 @@ def test_search_floats_the_cancelling_ops_and_meets_the_target(prepared):
     assert before < 0.95 and after >= 0.99, (before, after)
 
 
+def test_the_table_is_checked_on_samples_the_search_did_not_see(prepared):
+    """--check-num runs the table on the samples after the searched ones; what it reports
+    is the cosine onnxruntime's float model gives on those samples."""
+    output = prepared["folder"] / "checked_qtable"
+    done = tpu_xdsl(
+        "search-qtable", str(prepared["mlir"]), "--calibration-table", str(prepared["table"]),
+        "--dataset", str(prepared["folder"] / "data"), "--input-num", "12", "--check-num", "10",
+        "--chip", "bm1684x", "--jobs", "1", "--target-cosine", "0.99", "-o", str(output),
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    table = output.read_text()
+    lines = [line.split() for line in table.splitlines() if line and not line.startswith("#")]
+    assert {name for name, _ in lines} == set(CANCELLING), table  # searched on the same 12 samples
+    (line,) = [line for line in done.stdout.splitlines() if line.startswith("held out:")]
+    match = re.fullmatch(r"held out: on 8 samples the search did not see \(of 10 asked: the dataset has no more\), "
+                         r"the table reads mean (0\.\d{6}) \(every op INT8: (0\.\d{6})\); meets the target 0\.99",
+                         line)
+    assert match, line
+    header = re.search(r"^# held out: mean (0\.\d{6}) over 8 samples the search did not see "
+                       r"\(every op INT8: (0\.\d{6})\)$", table, re.MULTILINE)
+    assert header and header.groups() == match.groups(), table
+    # Samples 12-19 are the evaluation samples: the same figures against onnxruntime.
+    with_table = _mean_cosine_against_onnxruntime(prepared, output)
+    every_op_int8 = _mean_cosine_against_onnxruntime(prepared, None)
+    assert abs(float(match[1]) - with_table) < 1e-5 and abs(float(match[2]) - every_op_int8) < 1e-5, (
+        match.groups(), with_table, every_op_int8)
+
+
 def test_the_table_deploys_with_the_cli(prepared):
     qtable = prepared["folder"] / "net_qtable"
     if not qtable.exists():
@@ -178,6 +206,8 @@ def test_a_target_out_of_reach_names_the_best_cosine_and_writes_nothing(prepared
         (["--float-mode", "F16", "--chip", "cv183x"], "--float-mode F16: chip cv183x computes floats in BF16"),
         (["--target-cosine", "1.5"], "--target-cosine 1.5: give a cosine in (0, 1]"),
         (["--confidence", "1"], "--confidence 1.0: give a level in [0.5, 1)"),
+        (["--check-num", "-1"], "--check-num -1: give 0 (no check) or more samples"),
+        (["--check-num", "4"], "has 12 samples and the search takes the first 12; add samples or lower --input-num"),
         (["--jobs", "0"], "--jobs 0: give 1 to 256 worker processes"),
         (["--cluster", "ray://127.0.0.1:1"], "--cluster ray://127.0.0.1:1: cannot connect"),
         (["--cluster", "127.0.0.1:1"], "give ray://HOST:PORT"),

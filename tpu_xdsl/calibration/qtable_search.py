@@ -458,6 +458,46 @@ def search_qtable(
                           sensitivity_when_met, confidence)
 
 
+@dataclass(frozen=True)
+class HeldOut:
+    """A table run on samples the search did not see (`check_table`): the cosine on each
+    (NaN: nothing to compare), with the table and with every op in the searched mode."""
+
+    samples: tuple[float, ...]
+    mode_samples: tuple[float, ...]
+
+    @property
+    def count(self) -> int:
+        return sum(1 for c in self.samples if not math.isnan(c))
+
+    @property
+    def mean(self) -> float:
+        return _nanmean(self.samples)
+
+    @property
+    def mode_mean(self) -> float:
+        return _nanmean(self.mode_samples)
+
+
+def _nanmean(values: Sequence[float]) -> float:
+    kept = [v for v in values if not math.isnan(v)]
+    return float(np.mean(kept)) if kept else math.nan
+
+
+def check_table(
+    mlir_path: str | Path, table_path: str | Path | None, chip: str, sample_paths: Sequence[str | Path],
+    result: SearchResult, float_mode: str, *, asymmetric: bool = False, jobs: int = 1, cluster: str | None = None,
+) -> HeldOut:
+    """The chosen table, and every op in the searched mode, run on `sample_paths` (samples
+    the search did not see): how far the table holds beyond its samples."""
+    configs = [Config.of(result.mode, {c.name: float_mode for c in result.float_ops}), Config(result.mode)]
+    args = (str(mlir_path), None if table_path is None else str(table_path), chip, [str(p) for p in sample_paths],
+            asymmetric)
+    with workers(Evaluator, args, jobs, cluster) as pool:
+        table, base = pool.map("score", configs)
+    return HeldOut(tuple(table), tuple(base))
+
+
 def _with_progress(scorer: Scorer, advance: Callable[[int], None]) -> Scorer:
     def scored(configs: list[Config]) -> list[tuple[float, ...]]:
         result = scorer(configs)
@@ -542,8 +582,9 @@ def _prune(search: Search, chosen: list[Candidate]) -> list[Candidate]:
 
 
 def format_qtable(result: SearchResult, model: str, chip: str, target: float, samples: int,
-                  float_mode: str, confidence: float = DEFAULT_CONFIDENCE) -> str:
-    """TPU-MLIR's quantize-table format ('op_name MODE' lines) under a comment header."""
+                  float_mode: str, confidence: float = DEFAULT_CONFIDENCE, held_out: HeldOut | None = None) -> str:
+    """TPU-MLIR's quantize-table format ('op_name MODE' lines) under a comment header (with
+    `held_out`, what the table reads on samples the search did not see)."""
     share = result.float_macs / result.total_macs if result.total_macs else 0.0
     measure = ("mean" if confidence <= 0.5 else
                f"lower {confidence:.0%} confidence bound of the mean")
@@ -553,8 +594,11 @@ def format_qtable(result: SearchResult, model: str, chip: str, target: float, sa
         (f"# achieved cosine {result.score:.6f}, mean {result.mean:.6f} (every op {result.mode}: "
          f"{result.all_mode:.6f}; every op {float_mode}: {result.all_float:.6f})"),
         f"# float ops: {len(result.float_ops)} in {float_mode}; MACs in float: {share:.2%}",
-        "# op_name mode",
     ]
+    if held_out is not None:
+        lines.append(f"# held out: mean {held_out.mean:.6f} over {held_out.count} samples the search did not see "
+                     f"(every op {result.mode}: {held_out.mode_mean:.6f})")
+    lines.append("# op_name mode")
     lines += [f"{c.name} {float_mode}" for c in result.float_ops]
     return "\n".join(lines) + "\n"
 

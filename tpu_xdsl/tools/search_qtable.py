@@ -3,10 +3,14 @@ run_sensitive_layer and search_qtable).
 
     tpu-xdsl search-qtable N.mlir --calibration-table T --dataset DIR [--input-num K] \\
         --chip C [--target-cosine 0.99] [--mode INT8|BF16|F16] [--float-mode F16|BF16|F32] \\
-        [--max-float-ops N] [--confidence 0.95] [--jobs J] [--cluster ray://HOST:PORT|auto] -o N_qtable
+        [--max-float-ops N] [--confidence 0.95] [--check-num M] [--jobs J] [--cluster ray://HOST:PORT|auto] \\
+        -o N_qtable
 
 Prints each op's sensitivity (worst first) and writes a quantize table that `tpu-xdsl deploy
---quantize INT8 --quantize-table N_qtable` reads. The algorithm is in
+--quantize INT8 --quantize-table N_qtable` reads. With --check-num M, the table is also run on
+the M samples after the first K, which the search did not see, and their mean cosine is
+printed and written into the table's header: a table that holds on its samples and not on
+these asks for more samples like these. The algorithm is in
 `tpu_xdsl.calibration.qtable_search`. Exit codes: 0 written, 1 the target cannot be met (one
 line naming the best cosine reached; nothing written), 2 unusable flags or inputs.
 """
@@ -17,10 +21,14 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tpu_xdsl.errors import TpuXdslError
 from tpu_xdsl.files import write_atomic
 from tpu_xdsl.outputs import check_output_path, check_paths, module_inputs, named, sample_inputs, writes_outputs
+
+if TYPE_CHECKING:
+    from tpu_xdsl.calibration.qtable_search import HeldOut
 
 
 class SearchUsageError(TpuXdslError):
@@ -42,6 +50,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     s.add_argument("--dataset", help="a folder of images or .npz/.npy samples (sorted by name)")
     s.add_argument("--data-list", help="a text file naming one sample per line (# comments)")
     s.add_argument("--input-num", type=int, default=24, help="search on the first K samples (default 24)")
+    s.add_argument("--check-num", type=int, default=0,
+                   help="then run the table on the next M samples, which the search did not see, and report "
+                        "their mean cosine (default 0: no check)")
     s.add_argument("--chip", default="bm1684x", help="the chip (default bm1684x)")
     s.add_argument("--target-cosine", type=float, default=0.99,
                    help="final-output cosine against TOP (F32) to reach, by the lower --confidence bound of its "
@@ -72,6 +83,8 @@ def check_args(args: argparse.Namespace):
         raise SearchUsageError("give the samples with exactly one of --dataset DIR or --data-list FILE")
     if args.input_num < 1:
         raise SearchUsageError(f"--input-num {args.input_num}: search on at least 1 sample")
+    if args.check_num < 0:
+        raise SearchUsageError(f"--check-num {args.check_num}: give 0 (no check) or more samples")
     if not 0 < args.target_cosine <= 1:
         raise SearchUsageError(f"--target-cosine {args.target_cosine}: give a cosine in (0, 1], e.g. 0.99")
     if not 0.5 <= args.confidence < 1:
@@ -129,6 +142,7 @@ def run(args: argparse.Namespace) -> int:
     from tpu_xdsl.calibration.model_scales import is_model_calibrated
     from tpu_xdsl.calibration.qtable_search import (
         TargetNotMet,
+        check_table,
         format_qtable,
         format_sensitivity,
         format_worst_samples,
@@ -145,8 +159,13 @@ def run(args: argparse.Namespace) -> int:
         raise SearchUsageError("give --calibration-table: INT8 needs the ranges tpu-xdsl calibrate writes")
     if args.calibration_table is not None:
         read_table(args.calibration_table)  # a malformed table is a one-line error here, not in a worker
-    dataset = (Dataset.from_dir(args.dataset, args.input_num) if args.dataset is not None
-               else Dataset.from_list(args.data_list, args.input_num))
+    wanted = args.input_num + args.check_num
+    dataset = (Dataset.from_dir(args.dataset, wanted) if args.dataset is not None
+               else Dataset.from_list(args.data_list, wanted))
+    searched, held_out = dataset.paths[:args.input_num], dataset.paths[args.input_num:]
+    if args.check_num and not held_out:
+        raise SearchUsageError(f"--check-num {args.check_num}: {dataset.source} has {len(dataset)} samples and the "
+                               f"search takes the first {args.input_num}; add samples or lower --input-num")
     check_paths(
         [*module_inputs("the model", args.model, module), *named("--calibration-table", args.calibration_table),
          *named("--data-list", args.data_list), *sample_inputs("--dataset", args.dataset, dataset.paths),
@@ -163,11 +182,11 @@ def run(args: argparse.Namespace) -> int:
 
     def announce(all_mode: float, all_float: float) -> None:
         print(f"every op {args.mode}: cosine {all_mode:.6f}; every op {args.float_mode}: {all_float:.6f}; "
-              f"target {args.target_cosine}; sensitivity runs on {len(dataset)} samples", flush=True)
+              f"target {args.target_cosine}; sensitivity runs on {len(searched)} samples", flush=True)
 
     try:
         result = search_qtable(
-            args.model, args.calibration_table, chip.name, dataset.paths, args.target_cosine, args.float_mode,
+            args.model, args.calibration_table, chip.name, searched, args.target_cosine, args.float_mode,
             max_float_ops=args.max_float_ops, asymmetric=args.asymmetric, jobs=args.jobs or default_jobs(),
             cluster=args.cluster, module=module, progress=_progress, before_sensitivity=announce, mode=args.mode,
             confidence=args.confidence,
@@ -178,10 +197,16 @@ def run(args: argparse.Namespace) -> int:
     seconds = time.perf_counter() - started
     for line in format_sensitivity(result):
         print(line)
-    for line in format_worst_samples(result, [Path(p).name for p in dataset.paths]):
+    for line in format_worst_samples(result, [Path(p).name for p in searched]):
         print(line)
+    check = None
+    if held_out:
+        check = check_table(args.model, args.calibration_table, chip.name, held_out, result, args.float_mode,
+                            asymmetric=args.asymmetric, jobs=args.jobs or default_jobs(), cluster=args.cluster)
+        print(held_out_line(check, result.mode, args.target_cosine, len(held_out), args.check_num))
     name = Path(args.model).stem
-    text = format_qtable(result, name, chip.name, args.target_cosine, len(dataset), args.float_mode, args.confidence)
+    text = format_qtable(result, name, chip.name, args.target_cosine, len(searched), args.float_mode,
+                         args.confidence, check)
     write_atomic(args.output, lambda f: f.write(text))
     share = result.float_macs / result.total_macs if result.total_macs else 0.0
     print(f"{len(result.float_ops)} of {len(result.sensitivities)} "
@@ -191,3 +216,15 @@ def run(args: argparse.Namespace) -> int:
           f"{seconds:.0f} s; wrote {args.output}")
     return 0
 
+
+
+def held_out_line(check: HeldOut, mode: str, target: float, given: int, asked: int) -> str:
+    """What the table reads on the samples the search did not see, against the target."""
+    fewer = f" (of {asked} asked: the dataset has no more)" if given < asked else ""
+    if not check.count:
+        return f"held out: no output to compare on the {given} samples the search did not see{fewer}"
+    verdict = (f"meets the target {target}" if check.mean >= target else
+               f"below the target {target}: the table holds less well beyond its samples; search on more samples "
+               "like these")
+    return (f"held out: on {check.count} samples the search did not see{fewer}, the table reads mean "
+            f"{check.mean:.6f} (every op {mode}: {check.mode_mean:.6f}); {verdict}")
