@@ -4,9 +4,9 @@ For each model, in a temporary folder: `tpu-xdsl transform` (the zoo's flags),
 then --samples calibration samples (the kind each model is made for,
 `zoo.write_samples`: lines of text for the recognizer and the direction
 classifier, photos for nudenet, crops of printed pages for the others; random
-normal .npz for the light_ models), then four timed runs on one thread each (BLAS through threadpoolctl
-and the OMP/OPENBLAS/MKL variables; onnxruntime with one intra-op and one
-inter-op thread):
+normal .npz for the light_ models), then four timed runs on one thread each
+(BLAS through threadpoolctl and the OMP/OPENBLAS/MKL variables; onnxruntime
+with one intra-op and one inter-op thread):
 
 - `tpu-xdsl calibrate --method max --jobs 1` and onnxruntime's MinMax
   calibrator: both take each tensor's range, no histogram;

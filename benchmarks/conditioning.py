@@ -21,8 +21,9 @@ Perturbations, each on every input element:
 Samples and the cosine are those of `benchmarks/accuracy.py`: --eval samples of the kind
 each model is made for (`zoo.write_samples`: lines of text for the recognizer and the
 direction classifier, photos for nudenet, crops of printed pages for the others) from
-index 1000 on, and for the text detector only the crops in which F32 finds text (elsewhere its map is ~1e-8
-everywhere, float32's rounding of its sigmoid). Mean and minimum cosine over the samples.
+index 1000 on, and for the text detector only the crops in which F32 finds text
+(elsewhere its map is ~1e-8 everywhere, float32's rounding of its sigmoid). Mean and
+minimum cosine over the samples.
 
     python benchmarks/conditioning.py [--models ppocr_det,ppocr_rec] [--eval 30]
 """

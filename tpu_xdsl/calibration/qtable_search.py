@@ -448,8 +448,7 @@ def search_qtable(
     ops = candidates(module if module is not None else read_module(Path(mlir_path)), chip)
     if not ops:
         raise SearchError(f"{mlir_path}: has no op that INT8 computes (only data movement); nothing to search")
-    args = (str(mlir_path), None if table_path is None else str(table_path), chip,
-            [str(p) for p in sample_paths], asymmetric)
+    args = _evaluator_args(mlir_path, table_path, chip, sample_paths, asymmetric)
     with workers(Evaluator, args, jobs, cluster) as pool:
         def scorer(configs: list[Config]) -> list[tuple[float, ...]]:
             return pool.map("score", configs)
@@ -472,16 +471,11 @@ class HeldOut:
 
     @property
     def mean(self) -> float:
-        return _nanmean(self.samples)
+        return lower_bound(self.samples, 0.5)  # the plain mean of the samples with something to compare
 
     @property
     def mode_mean(self) -> float:
-        return _nanmean(self.mode_samples)
-
-
-def _nanmean(values: Sequence[float]) -> float:
-    kept = [v for v in values if not math.isnan(v)]
-    return float(np.mean(kept)) if kept else math.nan
+        return lower_bound(self.mode_samples, 0.5)
 
 
 def check_table(
@@ -491,11 +485,17 @@ def check_table(
     """The chosen table, and every op in the searched mode, run on `sample_paths` (samples
     the search did not see): how far the table holds beyond its samples."""
     configs = [Config.of(result.mode, {c.name: float_mode for c in result.float_ops}), Config(result.mode)]
-    args = (str(mlir_path), None if table_path is None else str(table_path), chip, [str(p) for p in sample_paths],
-            asymmetric)
+    args = _evaluator_args(mlir_path, table_path, chip, sample_paths, asymmetric)
     with workers(Evaluator, args, jobs, cluster) as pool:
         table, base = pool.map("score", configs)
     return HeldOut(tuple(table), tuple(base))
+
+
+def _evaluator_args(mlir_path: str | Path, table_path: str | Path | None, chip: str,
+                    sample_paths: Sequence[str | Path], asymmetric: bool) -> tuple:
+    """`Evaluator`'s arguments, as strings a worker process or Ray actor can take."""
+    return (str(mlir_path), None if table_path is None else str(table_path), chip, [str(p) for p in sample_paths],
+            asymmetric)
 
 
 def _with_progress(scorer: Scorer, advance: Callable[[int], None]) -> Scorer:

@@ -217,7 +217,6 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-
 def held_out_line(check: HeldOut, mode: str, target: float, given: int, asked: int) -> str:
     """What the table reads on the samples the search did not see, against the target."""
     fewer = f" (of {asked} asked: the dataset has no more)" if given < asked else ""
