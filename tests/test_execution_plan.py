@@ -134,17 +134,18 @@ def test_depthwise_conv_tap_by_tap_sums_taps_in_order_bit_for_bit(shape, kernel,
 @pytest.mark.parametrize(
     "shape, kernel, strides, dilations",
     [
-        ((2, 33, 7, 9), 3, (2, 1), (1, 2)),  # narrow rows: one batched GEMM with a banded tap matrix
-        ((1, 256, 14, 14), 5, (1, 1), (1, 1)),
+        ((2, 33, 7, 9), 3, (2, 1), (1, 2)),  # per kernel column: dilated, strided columns
+        ((1, 256, 14, 14), 5, (1, 1), (1, 1)),  # narrow rows, blocks of rows
         ((1, 64, 7, 7), 3, (2, 2), (1, 1)),
-        ((1, 200, 2, 96), 5, (1, 1), (1, 1)),  # wide rows: banded over rows, all rows in one block
-        ((1, 16, 40, 40), 3, (1, 1), (1, 1)),  # blocks of rows
-        ((2, 24, 13, 70), 3, (2, 2), (2, 1)),  # the last block reads rows past the input's end
-        ((1, 8, 21, 64), 5, (1, 1), (1, 2)),
-        ((1, 200, 2, 30), 3, (1, 1), (1, 1)),  # few rows of medium width: over rows
-        ((1, 16, 70, 30), 3, (1, 1), (1, 1)),  # many rows of medium width: over columns
+        ((1, 200, 2, 96), 5, (1, 1), (1, 1)),  # few wide rows: all rows in one block
+        ((2, 24, 13, 70), 3, (2, 2), (2, 1)),
+        ((1, 200, 2, 30), 3, (1, 1), (1, 1)),
+        ((1, 16, 70, 30), 3, (1, 1), (1, 1)),  # the last block reads rows past the input's end
         ((1, 48, 30, 30), 3, (2, 2), (1, 1)),
-        ((1, 24, 9, 20), 3, (1, 1), (2, 1)),  # dilated rows: over rows
+        ((1, 24, 9, 20), 3, (1, 1), (2, 1)),  # dilated rows
+        ((1, 16, 40, 40), 3, (1, 1), (1, 1)),  # many wide rows: banded over rows, blocks of rows
+        ((1, 8, 21, 64), 5, (1, 1), (1, 2)),  # the last block reads rows past the input's end
+        ((1, 8, 30, 20), 3, (1, 1), (2, 1)),  # many dilated rows: over rows
     ],
 )
 def test_depthwise_conv_on_banded_rows_is_the_tap_sum_within_float32_rounding(shape, kernel, strides, dilations):
@@ -167,6 +168,7 @@ def test_depthwise_conv_on_banded_rows_is_the_tap_sum_within_float32_rounding(sh
         ((2, 24, 13, 70), 3, (2, 2), (2, 1)),
         ((1, 64, 7, 7), 3, (2, 2), (1, 1)),
         ((1, 48, 30, 30), 3, (2, 2), (1, 1)),
+        ((1, 16, 40, 40), 3, (1, 1), (1, 1)),
     ],
 )
 @pytest.mark.parametrize("max_terms", [1024, 4])

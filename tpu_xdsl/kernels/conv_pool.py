@@ -8,7 +8,7 @@ the padded input holding that tap's input pixel for every output pixel.
   2-d stride-1 convs with more output pixels than output channels one GEMM
   per tap on shifted slices of the flattened input (`_shifted_gemm`); a 2-d
   depthwise conv is a batched GEMM per channel with its taps in a banded
-  matrix (over columns or over rows, `_depthwise_2d`), else (other ranks, or
+  matrix (per kernel column or over rows, `_depthwise_2d`), else (other ranks, or
   sums capped below the taps) it multiplies and adds one view per tap.
   `conv_sum` can cap how many products one float sum takes (exact INT8 sums
   in float32, see kernels.int8).
@@ -46,11 +46,12 @@ _DEPTHWISE_CHUNK = 32768
 # Depthwise convs whose channels hold at least this many output pixels (of the padded
 # row width) run per channel: their rows are long enough, and channels-last copies cost.
 _PLANAR_DEPTHWISE_PIXELS = 2048
-# Depthwise convs whose padded rows are at most this many kernel widths run as banded GEMMs.
+# Depthwise convs run per kernel column on the input as it is (`_depthwise_2d_column_sums`),
+# in blocks of _ROW_BANDED_BLOCK output rows (all rows up to twice as many), except those
+# with more rows whose padded rows are longer than this many kernel widths and hold at
+# least this many output columns, or whose kernel rows are dilated: those run as row-banded
+# GEMMs on copies of the input (`_depthwise_2d_row_banded`, copies of this many bytes).
 _BANDED_DEPTHWISE_WIDTH = 10
-# Depthwise convs with at least this many output columns (or few rows) run as row-banded
-# GEMMs, in blocks of this many output rows (all rows up to twice as many), copies of this
-# many bytes.
 _ROW_BANDED_DEPTHWISE_WIDTH = 32
 _ROW_BANDED_BLOCK = 4
 _ROW_BANDED_BYTES = 4 << 20
@@ -383,52 +384,27 @@ def _depthwise_2d(
     out_shape: Sequence[int],
     max_terms: int | None = None,
 ) -> np.ndarray:
-    """A 2-d depthwise conv as batched GEMMs with banded tap matrices: over columns for
-    narrow rows and for many rows of few columns, over rows otherwise. Where the INT8
-    kernels cap a float32 sum below the kh * kw products of an output (`max_terms`), tap
-    by tap, on each channel's flattened rows where a channel has many output pixels, on
-    channels-last rows where it has few (the same sums either way)."""
+    """A 2-d depthwise conv as batched GEMMs with banded tap matrices: per kernel column
+    on the input as it is (`_depthwise_2d_column_sums`), or, for many rows of wide (or
+    row-dilated) outputs, on copies of the input at each kernel column's offset
+    (`_depthwise_2d_row_banded`). Where the INT8 kernels cap a float32 sum below the
+    kh * kw products of an output (`max_terms`), tap by tap, on each channel's flattened
+    rows where a channel has many output pixels, on channels-last rows where it has few
+    (the same sums either way)."""
     oh, ow = out_shape[2:]
     (kh, kw), wp = kernel_shape, xp.shape[3]
     if max_terms is None or max_terms >= kh * kw:
         narrow = wp <= _BANDED_DEPTHWISE_WIDTH * kw
-        wide, few_rows = ow >= _ROW_BANDED_DEPTHWISE_WIDTH, oh <= 2 * _ROW_BANDED_BLOCK
-        if dilations[0] == 1 and (narrow or not (wide or few_rows)):
-            return _depthwise_2d_banded(xp, w, kernel_shape, strides, dilations, out_shape)
+        few_rows = oh <= 2 * _ROW_BANDED_BLOCK
+        if few_rows or (dilations[0] == 1 and (narrow or ow < _ROW_BANDED_DEPTHWISE_WIDTH)):
+            return _depthwise_2d_column_sums(xp, w, kernel_shape, strides, dilations, out_shape)
         return _depthwise_2d_row_banded(xp, w, kernel_shape, strides, dilations, out_shape)
     pixels = oh * -(-wp // strides[1])
     run = _depthwise_2d_planar if pixels >= _PLANAR_DEPTHWISE_PIXELS else _depthwise_2d_channels_last
     return run(xp, w, kernel_shape, strides, dilations, out_shape, max_terms)
 
 
-def _depthwise_2d_banded(
-    xp: np.ndarray,
-    w: np.ndarray,
-    kernel_shape: Sequence[int],
-    strides: Sequence[int],
-    dilations: Sequence[int],
-    out_shape: Sequence[int],
-) -> np.ndarray:
-    """A 2-d depthwise conv on narrow rows (undilated kernel rows) as one batched GEMM
-    over channels: output row r of channel c is the kh padded input rows it reads, laid
-    end to end, times a banded [kh * Wp, OW] matrix holding the channel's taps
-    (`_banded_taps`). The band's zeros cost Wp / kw times the MACs, but BLAS runs them
-    far faster than numpy's 2 * kh * kw passes over the output for the few pixels per
-    channel of late MobileNet layers. Sums of integers stay exact (at most kh * kw
-    nonzero products per output, the bound `max_terms` was checked against)."""
-    n, c, _, wp = xp.shape
-    (kh, kw), sh = kernel_shape, strides[0]
-    oh, ow = out_shape[2:]
-    x = np.ascontiguousarray(xp)
-    item = x.itemsize
-    rows = np.lib.stride_tricks.as_strided(
-        x, (n, c, oh, kh * wp), (x.strides[0], x.strides[1], sh * wp * item, item), writeable=False
-    )
-    band = _banded_taps(w, kh, kw, wp, ow, strides[1], dilations[1], x.dtype)
-    return np.matmul(np.ascontiguousarray(rows), band)
-
-
-# Banded tap matrices of `_depthwise_2d_banded`, by the filter's shape and bytes (the
+# Banded tap matrices of the depthwise convs, by the filter's shape and bytes (the
 # interpreters pass the same filter on every run, the device model an equal copy).
 _BANDS: ConstantMemo[np.ndarray] = ConstantMemo(kept=1024)
 
@@ -475,6 +451,62 @@ def _depthwise_2d_row_banded(
     return y.reshape(n, c, blocks * rows, ow)[:, :, :oh]
 
 
+def _depthwise_2d_column_sums(
+    xp: np.ndarray,
+    w: np.ndarray,
+    kernel_shape: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+    out_shape: Sequence[int],
+    block: int = _ROW_BANDED_BLOCK,
+) -> np.ndarray:
+    """A 2-d depthwise conv as one batched GEMM over channels and blocks of R output rows
+    on the input as it is, then kw - 1 adds: for each kernel column j, Z_j = a banded
+    [R, Hb] matrix of the channel's column-j taps (`_column_banded_taps`) times the Hb
+    padded input rows the block reads, at every column of the padded width; output column
+    o is the sum over j of Z_j's column o * sw + j * dw. Unlike `_depthwise_2d_row_banded`
+    it copies nothing of the input and its band stays small ([C, kw * R, Hb]); the price is
+    kw partial outputs of the padded width. Sums of integers stay exact (at most kh
+    nonzero products per GEMM sum, kh * kw per output, the bound `max_terms` was checked
+    against)."""
+    n, c, hp, wp = xp.shape
+    (kh, kw), (sh, sw), (dh, dw) = kernel_shape, strides, dilations
+    oh, ow = out_shape[2:]
+    rows = oh if oh <= 2 * block else block
+    blocks = -(-oh // rows)
+    height = (rows - 1) * sh + (kh - 1) * dh + 1
+    needed = (blocks - 1) * rows * sh + height
+    x = np.ascontiguousarray(xp) if needed <= hp else pad_spatial(xp, [0, 0, needed - hp, 0])
+    item = x.itemsize
+    view = np.lib.stride_tricks.as_strided(
+        x, (n, c, blocks, height, wp), (x.strides[0], x.strides[1], rows * sh * wp * item, wp * item, item),
+        writeable=False,
+    )
+    band = _column_banded_taps(w, kh, kw, sh, dh, rows, x.dtype)
+    z = np.matmul(band, view).reshape(n, c, blocks, kw, rows, wp)
+    span = (ow - 1) * sw + 1
+    y = z[:, :, :, 0, :, :span:sw].copy()
+    for j in range(1, kw):
+        y += z[:, :, :, j, :, j * dw : j * dw + span : sw]
+    return y.reshape(n, c, blocks * rows, ow)[:, :, :oh]
+
+
+def _column_banded_taps(w: np.ndarray, kh: int, kw: int, sh: int, dh: int, rows: int, dtype: np.dtype) -> np.ndarray:
+    """[C, 1, kw * R, Hb]: entry (j * R + r, r * sh + i * dh) of channel c is w[c, 0, i, j]."""
+
+    def make() -> np.ndarray:
+        c = w.shape[0]
+        height = (rows - 1) * sh + (kh - 1) * dh + 1
+        band = np.zeros((c, kw, rows, height), dtype=dtype)
+        r = np.arange(rows)
+        taps_ = w.reshape(c, kh, kw).astype(dtype)
+        for i in range(kh):
+            band[:, :, r, r * sh + i * dh] = taps_[:, i, :, None]
+        return band.reshape(c, 1, kw * rows, height)
+
+    return _memo_band(w, dtype, ("column sums", kh, kw, sh, dh, rows), make)
+
+
 def _row_banded_taps(w: np.ndarray, kh: int, kw: int, sh: int, dh: int, rows: int, dtype: np.dtype) -> np.ndarray:
     """[C, 1, R, Hb * kw]: entry (r, (r * sh + i * dh) * kw + j) of channel c is w[c, 0, i, j]."""
 
@@ -489,23 +521,6 @@ def _row_banded_taps(w: np.ndarray, kh: int, kw: int, sh: int, dh: int, rows: in
         return band.reshape(c, 1, rows, height * kw)
 
     return _memo_band(w, dtype, ("rows", kh, kw, sh, dh, rows), make)
-
-
-def _banded_taps(
-    w: np.ndarray, kh: int, kw: int, wp: int, ow: int, sw: int, dw: int, dtype: np.dtype
-) -> np.ndarray:
-    """[C, kh * Wp, OW]: entry (i * Wp + o * sw + j * dw, o) of channel c is w[c, 0, i, j]."""
-
-    def make() -> np.ndarray:
-        c = w.shape[0]
-        band = np.zeros((c, kh, wp, ow), dtype=dtype)
-        columns = np.arange(ow)
-        taps_ = w.reshape(c, kh, kw).astype(dtype)
-        for j in range(kw):
-            band[:, :, columns * sw + j * dw, columns] = taps_[:, :, j, None]
-        return band.reshape(c, kh * wp, ow)
-
-    return _memo_band(w, dtype, ("columns", kh, kw, wp, ow, sw, dw), make)
 
 
 def _memo_band(w: np.ndarray, dtype: np.dtype, layout: tuple[Any, ...], make: Callable[[], np.ndarray]) -> np.ndarray:
