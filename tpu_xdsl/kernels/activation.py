@@ -66,14 +66,27 @@ def fused_relu(y: np.ndarray, attrs: dict[str, Any]) -> np.ndarray:
     return relu_limited(y, attrs.get("relu_limit"))
 
 
-def sigmoid_of(x: np.ndarray) -> np.ndarray:
-    """1 / (1 + exp(-x)); exp overflows to inf for x < -88 (f32), giving the right 0."""
+def reciprocal(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """np.reciprocal(x), bit for bit; for floats as numpy's division 1 / x, whose
+    vectorized loop runs about twice as fast as np.reciprocal's."""
+    if x.dtype.kind != "f":
+        return np.reciprocal(x, out=out)
+    return np.divide(x.dtype.type(1), x, out=out)
+
+
+def _one_plus_exp_of_minus(x: np.ndarray) -> np.ndarray:
+    """1 + exp(-x), a fresh float array; exp overflows to inf for x < -88 (f32)."""
     with np.errstate(over="ignore"):
-        t = np.negative(as_float(x))
+        t = np.negative(x)
         np.exp(t, out=t)
     t += 1
-    np.reciprocal(t, out=t)
     return t
+
+
+def sigmoid_of(x: np.ndarray) -> np.ndarray:
+    """1 / (1 + exp(-x)); the inf of a large negative x gives the right 0."""
+    t = _one_plus_exp_of_minus(as_float(x))
+    return reciprocal(t, out=t)
 
 
 @kernel("relu")
@@ -133,11 +146,12 @@ def sigmoid(
 def silu(
     inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultSpec]
 ) -> list[np.ndarray]:
-    """x * sigmoid(x) (Swish with alpha 1)."""
-    x = inputs[0]
-    y = sigmoid_of(x)
-    y *= x
-    return [y]
+    """x * sigmoid(x) (Swish with alpha 1), as x / (1 + exp(-x)): one pass fewer than
+    the product, and one rounding; a large negative x gives -0, as the product does."""
+    x = as_float(inputs[0])
+    t = _one_plus_exp_of_minus(x)
+    with np.errstate(invalid="ignore"):  # -inf / inf: NaN, as -inf * 0
+        return [np.divide(x, t, out=t)]
 
 
 @kernel("hard_sigmoid")

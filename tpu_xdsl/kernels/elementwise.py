@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from tpu_xdsl.kernels import ResultSpec, kernel
-from tpu_xdsl.kernels.activation import erf, fused_relu
+from tpu_xdsl.kernels.activation import erf, fused_relu, reciprocal
 
 
 def _register(kind: str, fn: Callable[..., np.ndarray]) -> None:
@@ -34,7 +34,7 @@ def _pow(base: np.ndarray, exponent: np.ndarray) -> np.ndarray:
                 return np.sqrt(base)
             if e == int(e) and 0 < abs(e) <= 4:
                 y = _int_power(base, abs(int(e)))
-                return np.reciprocal(y, out=y) if e < 0 else y
+                return reciprocal(y, out=y) if e < 0 else y
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         return np.power(base, exponent)
 
@@ -60,7 +60,7 @@ def _int_power(base: np.ndarray, n: int) -> np.ndarray:
 def _rsqrt(x: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         y = np.sqrt(x)
-        return np.reciprocal(y, out=y)
+        return reciprocal(y, out=y)
 
 
 def _quietly(fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
@@ -89,7 +89,7 @@ for _kind, _fn in {
     "log": _quietly(np.log),
     "abs": np.abs,
     "neg": np.negative,
-    "reciprocal": _quietly(np.reciprocal),
+    "reciprocal": _quietly(reciprocal),
     "floor": np.floor,
     "ceil": np.ceil,
     "round": np.round,  # half to even, as ONNX Round
