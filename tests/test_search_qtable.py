@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+import shlex
 import shutil
 import socket
 import subprocess
@@ -576,3 +577,36 @@ def test_pruning_a_long_prefix_of_needless_ops_takes_few_trials():
     assert _prune(Search(scorer, "F16", 0.99), chosen) == kept
     # One op at a time takes 64 trials (126 asked two a round, as pruning used to).
     assert len(set(asked)) <= 40
+
+
+def test_a_deploy_that_misses_names_the_search_that_fixes_it(prepared):
+    """An INT8 deploy below tolerance prints the search-qtable command on the user's own files;
+    run as printed (DIR: the calibration samples), its table brings the same deploy within
+    tolerance."""
+    folder = prepared["folder"]
+    np.savez(folder / "hint_x.npz", x=prepared["eval"][0])
+    done = tpu_xdsl("transform", "--model-def", str(prepared["model"]), "--model-name", "hint", "--test-input",
+                    str(folder / "hint_x.npz"), "--test-result", str(folder / "hint_top.npz"),
+                    "-o", str(folder / "hint.mlir"))
+    assert done.returncode == 0, done.stderr
+
+    def deploy(*extra: str) -> subprocess.CompletedProcess:
+        return tpu_xdsl("deploy", str(folder / "hint.mlir"), "--quantize", "INT8", "--calibration-table",
+                        str(prepared["table"]), *extra, "--test-input", str(folder / "hint_x.npz"),
+                        "--test-reference", str(folder / "hint_top.npz"), "-o", str(folder / "hint_int8.mlir"))
+
+    done = deploy()
+    assert done.returncode == 1, done.stdout + done.stderr
+    (hint,) = [line for line in done.stdout.splitlines() if line.startswith("hint: ")]
+    qtable = folder / "hint_qtable"
+    assert hint.endswith(f"then deploy again with --quantize-table {qtable}"), hint
+    match = re.search(r"tpu-xdsl (search-qtable .*) \(DIR: samples like --test-input\)", hint)
+    assert match, hint
+    argv = shlex.split(match.group(1).replace(" DIR ", f" {shlex.quote(str(prepared['cal']))} "))
+    assert argv[argv.index("--calibration-table") + 1] == str(prepared["table"])
+    done = tpu_xdsl(*argv, "--input-num", "12", "--jobs", "1")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert qtable.is_file()
+    done = deploy("--quantize-table", str(qtable))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "hint:" not in done.stdout

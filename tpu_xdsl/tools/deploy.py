@@ -10,13 +10,15 @@ It attaches the calibration table (`import-calibration`), lowers
 (`lower-top-to-tpu`), writes the TPU `.mlir` and its weights, runs the TPU
 interpreter on the test input, compares every tensor name present in both
 stages (INT8 tensors by the real values they stand for), prints the table,
-names the first tensor below tolerance and exits with code 1 then. Every
-input is checked before anything is written.
+names the first tensor below tolerance and exits with code 1 then, with the
+`search-qtable` command (on the user's own files) that finds the ops to keep in a
+more precise mode. Every input is checked before anything is written.
 """
 
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 
@@ -304,6 +306,8 @@ def deploy(args: argparse.Namespace) -> int:
     print(format_table(rows, tolerance, f"TOP (reference) vs TPU interpreter {mode}{asym}, by tensor name"))
     ok, summary = summarize(rows, tolerance)
     print(summary)
+    if not ok and mode != "F32":
+        print(_search_hint(args, mode, chip.name))
     if model is not None:
         ok = _check_device(model, feeds, tpu_tensors) and ok
     if tosa_text is not None:
@@ -313,6 +317,29 @@ def deploy(args: argparse.Namespace) -> int:
         ok = check_tosa_run(tosa_text, str(tosa_output), feeds, outputs, mode,
                             f"TPU interpreter {mode} (reference) vs TOSA (IREE), final outputs", exact) and ok
     return 0 if ok else 1
+
+
+def _search_hint(args: argparse.Namespace, mode: str, chip: str) -> str:
+    """The `search-qtable` command, on the user's own files, that finds the ops a mode below
+    F32 loses the tolerance in and keeps the fewest of them in a more precise mode."""
+    model = Path(args.model)
+    qtable = str(model.with_name(f"{model.stem}_qtable"))
+    flags = [args.model]
+    if mode != "INT8":
+        flags += ["--mode", mode]
+    elif args.calibration_table:
+        flags += ["--calibration-table", args.calibration_table]
+    if args.asymmetric:
+        flags.append("--asymmetric")
+    command = " ".join(["tpu-xdsl search-qtable", *map(shlex.quote, flags), "--dataset DIR --chip", chip,
+                        "-o", shlex.quote(qtable)])
+    if args.quantize_table:
+        return (f"hint: {mode} misses the tolerance with the ops of --quantize-table {args.quantize_table} in "
+                f"float; a search on more samples like --test-input, or with a higher --target-cosine, keeps more "
+                f"of them: {command}")
+    return (f"hint: {mode} misses the tolerance; search-qtable ranks the ops by what they lose and finds the fewest "
+            f"to keep in a more precise mode: {command} (DIR: samples like --test-input), then deploy again with "
+            f"--quantize-table {shlex.quote(qtable)}")
 
 
 def _export_tosa(module, path: Path) -> str:
