@@ -255,7 +255,6 @@ class LastFlow(torch.nn.Module):
 def reinitialize(name: str, model) -> None:
     """Weights random init leaves at values that make the output ignore the input."""
 
-
     with torch.no_grad():
         for pname, param in model.named_parameters():
             if "layer_scale" in pname:  # ConvNeXt: 1e-6
@@ -267,7 +266,6 @@ def reinitialize(name: str, model) -> None:
 def settle_batchnorm(model, batches, passes: int = 3) -> None:
     """BatchNorm running statistics from forward passes in train mode on photos (a
     cumulative average, so they are the photos' statistics, not 0/1 blended in)."""
-
 
     norms = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
     if not norms:
@@ -287,7 +285,6 @@ def quantize(model, batches):
     """torchvision's quantizable model, fused and statically quantized (fbgemm) on the
     photos: the pre-quantized form it exports (QuantizeLinear/DequantizeLinear)."""
 
-
     model.eval()
     model.fuse_model()
     torch.backends.quantized.engine = "fbgemm"
@@ -301,7 +298,6 @@ def quantize(model, batches):
 
 
 def flat_outputs(result) -> list:
-
 
     if isinstance(result, torch.Tensor):
         return [result]
@@ -325,7 +321,6 @@ def export(name: str, folder: Path) -> dict:
     """Build, export and run the references (onnxruntime, torch float16); writes
     N.onnx, N_input.npz and N_ort.npz into `folder`."""
     import onnxruntime as ort
-
 
     model, example = build(name)
     inputs = [f"input{i}" if len(example) > 1 else "input" for i in range(len(example))]

@@ -137,8 +137,6 @@ def build(name: str, folder: Path, mode: str, chip: str, groups: bool = True):
     return codegen(lowered.module), plan, lowered.onnx_path, lowered.test_input
 
 
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chip", default="bm1684x")

@@ -44,8 +44,6 @@ def static_shape(model: onnx.ModelProto, fallback: list[int]) -> list[int]:
     return shape if all(shape) else fallback
 
 
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--threads", type=int, default=1)

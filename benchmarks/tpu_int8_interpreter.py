@@ -104,8 +104,6 @@ def build(name: str, folder: Path) -> Deployment:
     return Deployment(name, onnx_path, int8, top, input_name, shape)
 
 
-
-
 def count_gmac(top_mlir: Path) -> float:
     """Multiply-accumulates of the conv, deconv and matmul ops of the TOP module, in G."""
     from xdsl.dialects.builtin import TensorType

@@ -59,7 +59,6 @@ _context.load_dialect(Top)
 Tpu = _load("tpu.irdl", _context)
 
 
-
 def _irdl_classes(*dialects: Dialect) -> dict[str, type[IRDLOperation]]:
     """The op classes of `dialects` by full name; the loader builds IRDL ops only
     (xDSL's `Dialect.operations` types them as any `Operation`)."""

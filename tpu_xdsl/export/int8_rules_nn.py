@@ -96,10 +96,6 @@ def _conv_sum(ctx: Context, op: Operation, x: Val, weight: np.ndarray, bias: np.
     return ctx.b.op("concat", parts, tensor_type(physical, I32), axis=int32(3))
 
 
-
-
-
-
 def _requantized(ctx: Context, op: Operation, acc: SSAValue, attrs: dict[str, Any], out_shape: Sequence[int],
                  channels_last: bool) -> Val:
     zo = _output_zp(op, attrs)

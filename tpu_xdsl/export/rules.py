@@ -393,7 +393,6 @@ def batch_norm(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, 
     return scale(ctx, op, [x, s2, t2], {})
 
 
-
 # -- comparisons, logic and rounding -----------------------------------------------------------
 
 BOOL = IntegerType(1)

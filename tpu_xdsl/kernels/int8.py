@@ -76,7 +76,6 @@ from tpu_xdsl.kernels.quant import (
 INT8_KERNELS: dict[str, Kernel] = {}
 
 
-
 def int8_kernel(*kinds: str) -> Callable[[K], K]:
     def register(fn: K) -> K:
         for kind in kinds:

@@ -28,7 +28,6 @@ def add_parser(sub) -> None:
     r.set_defaults(func=run)
 
 
-
 @writes_outputs
 def run(args: argparse.Namespace) -> int:
     if Path(args.model).suffix == ".tpumodel":

@@ -37,7 +37,6 @@ def add_parser(sub) -> None:
     t.set_defaults(func=run)
 
 
-
 def parse_input_shapes(text: str | None) -> list[list[int]] | None:
     """`[[1,3,224,224]]` or `[1,3,224,224]` -> list of shapes."""
     if text is None:

@@ -46,8 +46,6 @@ class Layout:
     buffer_minimum: dict[int, int] = field(default_factory=dict)
 
 
-
-
 def _up(size: int, align: int) -> int:
     return -(-size // align) * align
 
@@ -206,7 +204,6 @@ def weights_clear_of(layout: Layout, before: Layout) -> list[str]:
         k for k, start in layout.resident.items()
         if all(start + layout.resident_sizes[k] <= t0 or t1 <= start for t0, t1 in taken)
     ]
-
 
 
 def layout_problem(layout: Layout, needed: Layout, lmem_bytes: int) -> str | None:

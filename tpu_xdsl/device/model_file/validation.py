@@ -239,7 +239,6 @@ def _check_fill(dtype: str, value: float, where: str) -> None:
         raise ValueError(f"{show(value)} does not fit {dtype} ({where})")
 
 
-
 def _check_keys(header: Any) -> None:
     """A JSON object with every key of the header, and this version's `fields` table."""
     if type(header) is not dict:

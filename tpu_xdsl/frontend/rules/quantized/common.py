@@ -70,7 +70,6 @@ def code_scale(importer: OnnxImporter, name: str) -> float | None:
     return None
 
 
-
 def code_dtype(ctx: NodeContext, zero_point: np.ndarray | None) -> np.dtype:
     if zero_point is not None:
         return np.dtype(zero_point.dtype)
