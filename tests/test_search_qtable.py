@@ -610,3 +610,17 @@ def test_a_deploy_that_misses_names_the_search_that_fixes_it(prepared):
     done = deploy("--quantize-table", str(qtable))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "hint:" not in done.stdout
+
+
+def test_fewer_samples_than_asked_are_said(prepared):
+    """The bound the target is met by widens with fewer samples: the first line says how many
+    the dataset held against --input-num, as calibrate does."""
+    done = tpu_xdsl(
+        "search-qtable", str(prepared["mlir"]), "--calibration-table", str(prepared["table"]),
+        "--dataset", str(prepared["cal"]), "--input-num", "20", "--chip", "bm1684x", "--jobs", "1",
+        "--target-cosine", "0.5", "-o", str(prepared["folder"] / "fewer_qtable"),
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    first = done.stdout.splitlines()[0]
+    assert first.endswith("sensitivity runs on 12 samples (only 12 found; --input-num 20)"), first
+    assert "only" not in _search(prepared, "--target-cosine", "0.5", output="enough_qtable").stdout.splitlines()[0]

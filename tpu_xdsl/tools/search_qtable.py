@@ -180,9 +180,12 @@ def run(args: argparse.Namespace) -> int:
         check_cluster(args.cluster)
     started = time.perf_counter()
 
+    # Fewer samples than asked widen the confidence bound the target is met by: said, as calibrate says it.
+    fewer = f" (only {len(searched)} found; --input-num {args.input_num})" if len(searched) < args.input_num else ""
+
     def announce(all_mode: float, all_float: float) -> None:
         print(f"every op {args.mode}: cosine {all_mode:.6f}; every op {args.float_mode}: {all_float:.6f}; "
-              f"target {args.target_cosine}; sensitivity runs on {len(searched)} samples", flush=True)
+              f"target {args.target_cosine}; sensitivity runs on {len(searched)} samples{fewer}", flush=True)
 
     try:
         result = search_qtable(
