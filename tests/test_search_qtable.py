@@ -610,6 +610,12 @@ def test_a_deploy_that_misses_names_the_search_that_fixes_it(prepared):
     done = deploy("--quantize-table", str(qtable))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "hint:" not in done.stdout
+    # Still below a tighter tolerance: the next search is named so that it cannot overwrite the table given.
+    done = deploy("--quantize-table", str(qtable), "--tolerance", "0.9999999,0.9999")
+    assert done.returncode == 1, done.stdout + done.stderr
+    (hint,) = [line for line in done.stdout.splitlines() if line.startswith("hint: ")]
+    assert f"with the ops of --quantize-table {qtable} in float" in hint, hint
+    assert hint.endswith(f"-o {folder / 'hint_qtable_more'}"), hint
 
 
 def test_fewer_samples_than_asked_are_said(prepared):

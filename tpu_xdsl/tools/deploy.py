@@ -324,6 +324,8 @@ def _search_hint(args: argparse.Namespace, mode: str, chip: str) -> str:
     F32 loses the tolerance in and keeps the fewest of them in a more precise mode."""
     model = Path(args.model)
     qtable = str(model.with_name(f"{model.stem}_qtable"))
+    if args.quantize_table and Path(args.quantize_table).resolve() == Path(qtable).resolve():
+        qtable = str(model.with_name(f"{model.stem}_qtable_more"))  # never the table this deploy read
     flags = [args.model]
     if mode != "INT8":
         flags += ["--mode", mode]
