@@ -426,14 +426,10 @@ def _depthwise_2d_row_banded(
     the output. Channels go in chunks whose copies stay near `_ROW_BANDED_BYTES`. Sums of
     integers stay exact (at most kh * kw nonzero products per output, the bound
     `max_terms` was checked against)."""
-    n, c, hp = xp.shape[:3]
+    n, c = xp.shape[:2]
     (kh, kw), (sh, sw), (dh, dw) = kernel_shape, strides, dilations
     oh, ow = out_shape[2:]
-    rows = oh if oh <= 2 * _ROW_BANDED_BLOCK else _ROW_BANDED_BLOCK
-    blocks = -(-oh // rows)
-    height = (rows - 1) * sh + (kh - 1) * dh + 1
-    needed = (blocks - 1) * rows * sh + height
-    x = np.ascontiguousarray(xp) if needed <= hp else pad_spatial(xp, [0, 0, needed - hp, 0])
+    x, rows, blocks, height = _row_blocks(xp, oh, kh, sh, dh)
     item, width = x.itemsize, x.shape[3]
     view = np.lib.stride_tricks.as_strided(
         x, (n, c, blocks, height, kw, ow),
@@ -458,7 +454,6 @@ def _depthwise_2d_column_sums(
     strides: Sequence[int],
     dilations: Sequence[int],
     out_shape: Sequence[int],
-    block: int = _ROW_BANDED_BLOCK,
 ) -> np.ndarray:
     """A 2-d depthwise conv as one batched GEMM over channels and blocks of R output rows
     on the input as it is, then kw - 1 adds: for each kernel column j, Z_j = a banded
@@ -469,14 +464,10 @@ def _depthwise_2d_column_sums(
     kw partial outputs of the padded width. Sums of integers stay exact (at most kh
     nonzero products per GEMM sum, kh * kw per output, the bound `max_terms` was checked
     against)."""
-    n, c, hp, wp = xp.shape
+    n, c, _, wp = xp.shape
     (kh, kw), (sh, sw), (dh, dw) = kernel_shape, strides, dilations
     oh, ow = out_shape[2:]
-    rows = oh if oh <= 2 * block else block
-    blocks = -(-oh // rows)
-    height = (rows - 1) * sh + (kh - 1) * dh + 1
-    needed = (blocks - 1) * rows * sh + height
-    x = np.ascontiguousarray(xp) if needed <= hp else pad_spatial(xp, [0, 0, needed - hp, 0])
+    x, rows, blocks, height = _row_blocks(xp, oh, kh, sh, dh)
     item = x.itemsize
     view = np.lib.stride_tricks.as_strided(
         x, (n, c, blocks, height, wp), (x.strides[0], x.strides[1], rows * sh * wp * item, wp * item, item),
@@ -491,33 +482,51 @@ def _depthwise_2d_column_sums(
     return y.reshape(n, c, blocks * rows, ow)[:, :, :oh]
 
 
+def _row_blocks(xp: np.ndarray, oh: int, kh: int, sh: int, dh: int) -> tuple[np.ndarray, int, int, int]:
+    """The blocks of R output rows the banded depthwise convs compute (all rows up to twice
+    `_ROW_BANDED_BLOCK`): (the padded input, contiguous and with the rows the last block
+    reads past its end, R, the number of blocks, the Hb input rows a block reads)."""
+    hp = xp.shape[2]
+    rows = oh if oh <= 2 * _ROW_BANDED_BLOCK else _ROW_BANDED_BLOCK
+    blocks = -(-oh // rows)
+    height = (rows - 1) * sh + (kh - 1) * dh + 1
+    needed = (blocks - 1) * rows * sh + height
+    x = np.ascontiguousarray(xp) if needed <= hp else pad_spatial(xp, [0, 0, needed - hp, 0])
+    return x, rows, blocks, height
+
+
+def _tap_band(w: np.ndarray, kh: int, kw: int, sh: int, dh: int, rows: int, dtype: np.dtype) -> np.ndarray:
+    """[C, R, Hb, kw]: entry (r, r * sh + i * dh, j) of channel c is w[c, 0, i, j], the taps
+    output row r of a block reads from the block's Hb input rows."""
+    c = w.shape[0]
+    height = (rows - 1) * sh + (kh - 1) * dh + 1
+    band = np.zeros((c, rows, height, kw), dtype=dtype)
+    r = np.arange(rows)
+    taps_ = w.reshape(c, kh, kw).astype(dtype)
+    for i in range(kh):
+        band[:, r, r * sh + i * dh, :] = taps_[:, i, None, :]
+    return band
+
+
 def _column_banded_taps(w: np.ndarray, kh: int, kw: int, sh: int, dh: int, rows: int, dtype: np.dtype) -> np.ndarray:
-    """[C, 1, kw * R, Hb]: entry (j * R + r, r * sh + i * dh) of channel c is w[c, 0, i, j]."""
+    """[C, 1, kw * R, Hb]: `_tap_band` with kernel columns first (entry (j * R + r, r * sh +
+    i * dh) of channel c is w[c, 0, i, j])."""
 
     def make() -> np.ndarray:
-        c = w.shape[0]
-        height = (rows - 1) * sh + (kh - 1) * dh + 1
-        band = np.zeros((c, kw, rows, height), dtype=dtype)
-        r = np.arange(rows)
-        taps_ = w.reshape(c, kh, kw).astype(dtype)
-        for i in range(kh):
-            band[:, :, r, r * sh + i * dh] = taps_[:, i, :, None]
-        return band.reshape(c, 1, kw * rows, height)
+        band = _tap_band(w, kh, kw, sh, dh, rows, dtype)
+        c, _, height, _ = band.shape
+        return np.ascontiguousarray(band.transpose(0, 3, 1, 2)).reshape(c, 1, kw * rows, height)
 
     return _memo_band(w, dtype, ("column sums", kh, kw, sh, dh, rows), make)
 
 
 def _row_banded_taps(w: np.ndarray, kh: int, kw: int, sh: int, dh: int, rows: int, dtype: np.dtype) -> np.ndarray:
-    """[C, 1, R, Hb * kw]: entry (r, (r * sh + i * dh) * kw + j) of channel c is w[c, 0, i, j]."""
+    """[C, 1, R, Hb * kw]: `_tap_band` with each row's taps side by side (entry (r, (r * sh +
+    i * dh) * kw + j) of channel c is w[c, 0, i, j])."""
 
     def make() -> np.ndarray:
-        c = w.shape[0]
-        height = (rows - 1) * sh + (kh - 1) * dh + 1
-        band = np.zeros((c, rows, height, kw), dtype=dtype)
-        r = np.arange(rows)
-        taps_ = w.reshape(c, kh, kw).astype(dtype)
-        for i in range(kh):
-            band[:, r, r * sh + i * dh, :] = taps_[:, i, None, :]
+        band = _tap_band(w, kh, kw, sh, dh, rows, dtype)
+        c, _, height, _ = band.shape
         return band.reshape(c, 1, rows, height * kw)
 
     return _memo_band(w, dtype, ("rows", kh, kw, sh, dh, rows), make)
