@@ -217,7 +217,6 @@ def text_lines(photo: Path, min_ink: float = 0.1) -> list[tuple[int, int]]:
     (a ruled line is not text) where at least `min_ink` of the pixels are ink, a pixel at
     least 50 grey levels darker than the brightest one within 7 pixels (the paper around it,
     whatever the lighting)."""
-    import numpy as np
     from PIL import Image, ImageFilter
 
     with Image.open(photo) as image:
@@ -255,7 +254,6 @@ def write_line_samples(folder: Path, count: int, start: int = 0, turn: bool = Fa
     import math
     import random
 
-    import numpy as np
     from PIL import Image, ImageDraw, ImageFont
 
     page = package_dir("skimage") / "data" / "page.png"
@@ -323,7 +321,6 @@ def lower_model(name: str, folder: Path, mode: str, chip: str, samples: int = 16
     the kind it is made for (`write_samples`; random normal data for light models, which
     take no images), and lower it to TPU `mode` for `chip` (INT8 rounding by `round_mode`,
     see lower_top_to_tpu). Files go to `folder`."""
-    import numpy as np
     from xdsl.dialects.builtin import TensorType
 
     # delays the xDSL interpreter: the catalog (model(), fetching) runs nothing
