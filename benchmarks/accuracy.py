@@ -35,7 +35,9 @@ with those flags (--bc and --search-threshold for the mode's scheme), to measure
 with and without.
 " +qtable" adds the quantize table `tpu-xdsl search-qtable` finds on the first --search
 calibration samples: for INT8 a mean cosine of 0.99 with F16 float ops, for BF16 0.999 with
-F32 ones ("BF16 +qtable"); its search time is a column. nudenet (YOLOv8n) is evaluated on
+F32 ones ("BF16 +qtable"); its search time is a column. " +qtable +hardest" searches on the
+--search calibration samples, of all --cal, where every op in the mode does worst
+(`search-qtable --hardest-of`); its search time includes ranking them. nudenet (YOLOv8n) is evaluated on
 scikit-image's photos (`zoo.write_photo_samples`), its agreement the IoU of the anchors F32
 and the mode call detections (best class score > 0.25, Ultralytics' default confidence).
 """
@@ -69,12 +71,12 @@ TARGETS = {"F16": 0.999, "BF16": 0.999}
 # Accuracy recovery of `tpu-xdsl calibrate` an INT8 mode's label may add ("INT8 sym per-tensor +we +bc"):
 # the mode's module and table come from calibrate with those flags (and, for --bc and --search-threshold,
 # the mode's scheme).
-RECOVERY = ("we", "bc", "search-threshold", "qtable")
+RECOVERY = ("we", "bc", "search-threshold", "qtable", "hardest")  # hardest: with qtable
 # search-qtable's target and float mode for a mode's " +qtable": INT8 searches for its target in F16, BF16 for
 # its own in F32.
 SEARCH = {"INT8": (0.99, "F16"), "BF16": (0.999, "F32"), "F16": (0.999, "F32")}
 RECOVERY_MODES = ["INT8 sym per-tensor +we", "INT8 sym per-tensor +bc", "INT8 sym per-tensor +search-threshold",
-                  "INT8 sym +qtable", "BF16 +qtable"]
+                  "INT8 sym +qtable", "INT8 sym +qtable +hardest", "BF16 +qtable", "BF16 +qtable +hardest"]
 INT8_COSINE, INT8_TOP1 = 0.99, 0.95
 
 
@@ -132,12 +134,13 @@ def int8_shares(module) -> tuple[float, float]:
 
 
 def searched_qtable(mlir: Path, table, cal: Path, count: int, mode: str, jobs: int | None = None,
-                    cluster: str | None = None) -> tuple[dict[str, str], float]:
+                    cluster: str | None = None, hardest_of: int | None = None) -> tuple[dict[str, str], float]:
     """The quantize table search-qtable finds for a model deployed in `mode` (its SEARCH
-    target and float mode) on the first `count` calibration samples, and the seconds it
-    took."""
+    target and float mode) on the first `count` calibration samples (with `hardest_of`: the
+    `count` of the first `hardest_of` where every op in `mode` does worst), and the seconds
+    it took."""
     from tpu_xdsl.calibration.dataset import Dataset
-    from tpu_xdsl.calibration.qtable_search import TargetNotMet, search_qtable
+    from tpu_xdsl.calibration.qtable_search import TargetNotMet, hardest_samples, search_qtable
     from tpu_xdsl.calibration.table import write_table
     from tpu_xdsl.workers import default_jobs
 
@@ -147,8 +150,16 @@ def searched_qtable(mlir: Path, table, cal: Path, count: int, mode: str, jobs: i
         table_path = mlir.with_name(f"{mlir.stem}_search_cali_table")
         write_table(table_path, table)
     started = time.perf_counter()
+    paths = Dataset.from_dir(cal, count).paths
+    if hardest_of is not None:
+        pool = Dataset.from_dir(cal, hardest_of).paths
+        ranking = hardest_samples(mlir, table_path, "bm1684x", pool, count, mode, jobs=jobs or default_jobs(),
+                                  cluster=cluster)
+        paths = [pool[i] for i in ranking.chosen]
+        print(f"    search on the {count} of {len(pool)} samples where every op {mode} does worst: cosine "
+              f"{ranking.mean(ranking.chosen):.4f} on them, {ranking.mean():.4f} on all", file=sys.stderr)
     try:
-        result = search_qtable(mlir, table_path, "bm1684x", Dataset.from_dir(cal, count).paths, target, float_mode,
+        result = search_qtable(mlir, table_path, "bm1684x", paths, target, float_mode,
                                jobs=jobs or default_jobs(), cluster=cluster, mode=mode, sensitivity_when_met=False)
     except TargetNotMet as e:
         print(f"    search-qtable: {e}", file=sys.stderr)
@@ -163,10 +174,11 @@ def base_and_recovery(label: str) -> tuple[str, tuple[str, ...]]:
     """"INT8 sym per-tensor +we +bc" -> ("INT8 sym per-tensor", ("we", "bc"))."""
     base, *steps = [part.strip() for part in label.split(" +")]
     unknown = [s for s in steps if s not in RECOVERY]
-    calibrated = [s for s in steps if s != "qtable"]
-    if base not in MODES or unknown or (calibrated and MODES[base]["mode"] != "INT8"):
+    calibrated = [s for s in steps if s not in ("qtable", "hardest")]
+    if base not in MODES or unknown or (calibrated and MODES[base]["mode"] != "INT8") or (
+            "hardest" in steps and "qtable" not in steps):
         raise SystemExit(f"--modes: unknown mode {label!r}; modes: {', '.join(MODES)}, INT8 ones with "
-                         f"+{' +'.join(RECOVERY)}, float ones with +qtable")
+                         f"+{' +'.join(RECOVERY)}, float ones with +qtable (+hardest: with +qtable)")
     return base, tuple(steps)
 
 
@@ -324,7 +336,7 @@ def main() -> int:
             prepared = []
             for label in modes:  # calibrate and search first: their own pools must not meet the evaluation's
                 base, steps = recovery[label]
-                calibrated = tuple(s for s in steps if s != "qtable")
+                calibrated = tuple(s for s in steps if s not in ("qtable", "hardest"))
                 variant, variant_table, search_seconds = mlir, table, None
                 if calibrated:
                     variant, variant_table, seconds = recovered(name, mlir, cal, args.cal, calibrated, MODES[base])
@@ -332,7 +344,8 @@ def main() -> int:
                 qtable = None
                 if "qtable" in steps:
                     qtable, search_seconds = searched_qtable(variant, variant_table, cal, min(args.search, args.cal),
-                                                             MODES[base]["mode"], args.jobs, args.cluster)
+                                                             MODES[base]["mode"], args.jobs, args.cluster,
+                                                             args.cal if "hardest" in steps else None)
                 table_path = folder / f"{name}_{len(prepared)}_eval_cali_table"
                 write_table(table_path, variant_table)
                 prepared.append((label, base, variant, table_path, qtable, search_seconds))
@@ -391,7 +404,8 @@ def main() -> int:
     print(f"clear: top-1 agreement where F32's top-1 probability is >= {CLEAR} (of how many decisions)")
     print("float ops: ops that run in another mode than the row's (INT8: no INT8 kernel; the searched quantize table)")
     print("INT8 conv/mm, INT8 MACs: share of the conv, deconv and matmul ops computed in INT8, by count and by MACs")
-    print("search s: seconds search-qtable took on the first --search calibration samples (target, float mode: "
+    print("search s: seconds search-qtable took on the first --search calibration samples, +hardest: on the --search "
+          "of all --cal where the mode does worst, their ranking included (target, float mode: "
           + "; ".join(f"{mode} {target}, {floats}" for mode, (target, floats) in SEARCH.items()) + ")")
     return 1 if failed else 0
 

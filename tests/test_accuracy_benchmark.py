@@ -1,4 +1,4 @@
-"""The accuracy benchmark's reading of a recognizer's output as text."""
+"""The accuracy benchmark's reading of a recognizer's output as text, and of its mode labels."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import importlib.util
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 
 def _accuracy():
@@ -31,3 +32,15 @@ def test_greedy_ctc_decoding_by_hand():
     shifted[0, np.arange(len(moved)), moved] = 0.9
     assert ctc_text(shifted) == ctc_text(probabilities)
     assert ctc_text(np.eye(3, dtype=np.float32)[None]) == [1, 2]
+
+
+def test_mode_labels_name_their_recovery_steps():
+    """A row's label: a mode, then the steps that recover its accuracy; +hardest only
+    chooses the samples of a +qtable search."""
+    parse = _accuracy().base_and_recovery
+    assert parse("INT8 sym +qtable +hardest") == ("INT8 sym", ("qtable", "hardest"))
+    assert parse("BF16 +qtable +hardest") == ("BF16", ("qtable", "hardest"))
+    assert parse("INT8 sym per-tensor +we +bc") == ("INT8 sym per-tensor", ("we", "bc"))
+    for label in ("INT8 sym +hardest", "BF16 +we", "INT8 sym +sharpen", "INT4 +qtable"):
+        with pytest.raises(SystemExit, match="unknown mode"):
+            parse(label)

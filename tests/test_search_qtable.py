@@ -209,6 +209,9 @@ def test_a_target_out_of_reach_names_the_best_cosine_and_writes_nothing(prepared
         (["--confidence", "1"], "--confidence 1.0: give a level in [0.5, 1)"),
         (["--check-num", "-1"], "--check-num -1: give 0 (no check) or more samples"),
         (["--check-num", "4"], "has 12 samples and the search takes the first 12; add samples or lower --input-num"),
+        (["--hardest-of", "6"], "--hardest-of 6: give at least --input-num (12) samples to choose the hardest from"),
+        (["--hardest-of", "12", "--check-num", "4"],
+         "has 12 samples and the search takes the first 12; add samples or lower --hardest-of"),
         (["--jobs", "0"], "--jobs 0: give 1 to 256 worker processes"),
         (["--cluster", "ray://127.0.0.1:1"], "--cluster ray://127.0.0.1:1: cannot connect"),
         (["--cluster", "127.0.0.1:1"], "give ray://HOST:PORT"),
@@ -277,8 +280,8 @@ def _free_port() -> int:
 
 def test_a_ray_cluster_writes_the_same_tables_byte_for_byte(prepared):
     """A local Ray head on 127.0.0.1 with 2 CPUs, reached as a Ray Client: calibrate's table
-    (less the line with the time it was written), search-qtable's sensitivity table and its
-    quantize table equal those of the local runs."""
+    (less the line with the time it was written), search-qtable's choice of the hardest
+    samples, its sensitivity table and its quantize table equal those of the local runs."""
     ray = Path(sys.executable).parent / "ray"
     port, client = _free_port(), _free_port()
     env_dir = tempfile.mkdtemp(prefix="ray")  # short: Ray's socket paths must stay under 108 bytes
@@ -297,8 +300,9 @@ def test_a_ray_cluster_writes_the_same_tables_byte_for_byte(prepared):
                 break
             except OSError:
                 time.sleep(1)
-        local = _search(prepared, output="local_qtable")
-        remote = _search(prepared, "--cluster", f"ray://127.0.0.1:{client}", output="ray_qtable")
+        hardest = ("--input-num", "8", "--hardest-of", "12")  # the samples' ranking runs there too
+        local = _search(prepared, *hardest, output="local_qtable")
+        remote = _search(prepared, *hardest, "--cluster", f"ray://127.0.0.1:{client}", output="ray_qtable")
         tables = {}
         for tag, extra in (("local", ["--jobs", "2"]), ("ray", ["--cluster", f"ray://127.0.0.1:{client}"])):
             tables[tag] = prepared["folder"] / f"{tag}_cali_table"
@@ -324,6 +328,11 @@ def test_a_ray_cluster_writes_the_same_tables_byte_for_byte(prepared):
         return [line for line in out.splitlines() if re.match(r"^\S+\s+(conv|sub|add)\s", line)]
 
     assert sensitivity(remote.stdout) == sensitivity(local.stdout) != []
+
+    def chosen(out: str) -> list[str]:
+        return [line for line in out.splitlines() if line.startswith("the 8 samples of 12 ")]
+
+    assert chosen(remote.stdout) == chosen(local.stdout) != []
 
 
 # -- the search itself, on scores computed by hand ---------------------------------------------
@@ -630,3 +639,60 @@ def test_fewer_samples_than_asked_are_said(prepared):
     first = done.stdout.splitlines()[0]
     assert first.endswith("sensitivity runs on 12 samples (only 12 found; --input-num 20)"), first
     assert "only" not in _search(prepared, "--target-cosine", "0.5", output="enough_qtable").stdout.splitlines()[0]
+
+
+def _int8_cosines_against_onnxruntime(prepared, paths: list[Path]) -> list[float]:
+    """Each sample's final-output cosine with every op INT8 (no quantize table) against
+    onnxruntime's float model."""
+    from tpu_xdsl.calibration.table import read_table
+    from tpu_xdsl.interp.runner import ModuleRunner
+    from tpu_xdsl.ir_io import read_module
+    from tpu_xdsl.transforms.import_calibration import import_calibration
+    from tpu_xdsl.transforms.lower_top_to_tpu import lower_top_to_tpu
+    from tpu_xdsl.weights import attach_weights, weights_of
+
+    module = read_module(prepared["mlir"])
+    attach_weights(module, base_dir=prepared["folder"])
+    import_calibration(module, read_table(prepared["table"]), "table")
+    lower_top_to_tpu(module, "INT8", "bm1684x")
+    runner = ModuleRunner(module, weights_of(module))
+    session = ort.InferenceSession(str(prepared["model"]))
+    cosines = []
+    for path in paths:
+        x = np.load(path)["x"]
+        expected = session.run(None, {"x": x})[0].astype(np.float64).ravel()
+        actual = np.asarray(runner.run({"x": x})["y"], dtype=np.float64).ravel()
+        cosines.append(float(expected @ actual / np.linalg.norm(expected) / np.linalg.norm(actual)))
+    return cosines
+
+
+def test_hardest_of_searches_on_the_samples_int8_gets_most_wrong(prepared):
+    """--hardest-of 12 --input-num 4: the search runs on the 4 of the first 12 samples where
+    every op INT8 is furthest from the float model (ranked here by onnxruntime), says which
+    and how far, names them in the table's header, and --check-num takes the samples after
+    the 12."""
+    data = prepared["folder"] / "data"
+    paths = sorted(data.iterdir())
+    cosines = _int8_cosines_against_onnxruntime(prepared, paths[:12])
+    hardest = sorted(sorted(range(12), key=lambda i: cosines[i])[:4])
+    assert sorted(cosines)[3] < sorted(cosines)[4] - 1e-4, cosines  # no near tie decides the choice
+    output = prepared["folder"] / "hardest_qtable"
+    done = tpu_xdsl(
+        "search-qtable", str(prepared["mlir"]), "--calibration-table", str(prepared["table"]),
+        "--dataset", str(data), "--input-num", "4", "--hardest-of", "12", "--check-num", "8",
+        "--chip", "bm1684x", "--jobs", "2", "--target-cosine", "0.99", "-o", str(output),
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    (line,) = [line for line in done.stdout.splitlines() if line.startswith("the 4 samples of 12 ")]
+    match = re.fullmatch(r"the 4 samples of 12 where every op INT8 does worst: cosine (0\.\d{6}) on them, "
+                         r"(0\.\d{6}) on all 12 \(mean\): (.*)", line)
+    assert match, line
+    assert match[3].split() == [paths[i].name for i in hardest], (line, cosines)
+    assert abs(float(match[1]) - np.mean([cosines[i] for i in hardest])) < 1e-5, (line, cosines)
+    assert abs(float(match[2]) - np.mean(cosines)) < 1e-5, (line, cosines)
+    assert "sensitivity runs on 4 samples" in done.stdout
+    assert "held out: on 8 samples the search did not see, " in done.stdout, done.stdout
+    table = output.read_text()
+    assert re.search(r"^# samples: the 4 of 12 where every op INT8 does worst$", table, re.MULTILINE), table
+    assert {line.split()[0] for line in table.splitlines() if line and not line.startswith("#")} == set(CANCELLING)
+

@@ -190,6 +190,27 @@ class Evaluator:
             cosines.append(min(cosine(reference[name], outputs[name]) for name in names))
         return tuple(cosines)
 
+    def base_outputs(self, task: tuple[str, Sequence[str]]) -> list[dict[str, tuple[float, float]]]:
+        """For each sample at the task's paths, each output's norm in TOP (F32) and its
+        cosine when every op is in the task's mode (`hardest_samples`)."""
+        from tpu_xdsl.interp.runner import ModuleRunner
+
+        mode, paths = task
+        module = self.module.clone()
+        store = attach_weights(module, dict(self.weights))
+        lower_top_to_tpu(module, mode, self.chip, self.asymmetric, qtable={})
+        run = _MemoizedRun(module, store)
+        reference = ModuleRunner(self.module, self.weights)
+        loader = SampleLoader(self.module)
+        found = []
+        for path in paths:
+            sample = loader.load(Path(path))
+            expected = reference.run(sample)
+            with gemm_sums_in_float32():
+                outputs, _ = run(sample, (), None)
+            found.append({name: (_norm(value), cosine(value, outputs[name])) for name, value in expected.items()})
+        return found
+
     def _record_anchor(self, anchor: Config) -> None:
         """Run `anchor` keeping its results in place of the last anchor's."""
         self.anchor = anchor
@@ -273,15 +294,20 @@ EMPTY_SHARE = 1e-3
 
 def informative_outputs(references: Sequence[Mapping[str, np.ndarray]]) -> list[list[str]]:
     """Per sample, the outputs whose cosine means something (not empty, see EMPTY_SHARE)."""
-    if not references:
+    return _informative([{name: _norm(value) for name, value in r.items()} for r in references])
+
+
+def _norm(value: np.ndarray) -> float:
+    return float(np.linalg.norm(np.asarray(value, dtype=np.float64)))
+
+
+def _informative(norms: Sequence[Mapping[str, float]]) -> list[list[str]]:
+    """`informative_outputs` from each sample's output norms."""
+    if not norms:
         return []
-    norms = {name: [float(np.linalg.norm(np.asarray(r[name], dtype=np.float64))) for r in references]
-             for name in references[0]}
-    medians = {name: float(np.median(values)) for name, values in norms.items()}
-    return [
-        [name for name in references[0] if norms[name][i] > EMPTY_SHARE * medians[name] or medians[name] == 0]
-        for i in range(len(references))
-    ]
+    medians = {name: float(np.median([n[name] for n in norms])) for name in norms[0]}
+    return [[name for name, median in medians.items() if n[name] > EMPTY_SHARE * median or median == 0]
+            for n in norms]
 
 
 def cosine(reference: np.ndarray, actual: np.ndarray) -> float:
@@ -457,6 +483,54 @@ def search_qtable(
                           sensitivity_when_met, confidence)
 
 
+# -- the samples a search runs on ------------------------------------------------------------
+
+# Samples per ranking task: the tasks, and so the ranking, are the same for any number of workers.
+RANK_CHUNK = 4
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """The samples of a pool ranked by their cosine with every op in the searched mode
+    (NaN: nothing to compare), and the `chosen` ones, the hardest, in the pool's order."""
+
+    cosines: tuple[float, ...]
+    chosen: tuple[int, ...]
+
+    def mean(self, indices: Iterable[int] | None = None) -> float:
+        picked = self.cosines if indices is None else [self.cosines[i] for i in indices]
+        return lower_bound(picked, 0.5)
+
+
+def hardest_samples(
+    mlir_path: str | Path, table_path: str | Path | None, chip: str, sample_paths: Sequence[str | Path], count: int,
+    mode: str, *, asymmetric: bool = False, jobs: int = 1, cluster: str | None = None,
+    progress: Callable[[str, int], Callable[[int], None]] | None = None,
+) -> Ranking:
+    """The `count` samples of `sample_paths` where the model with every op in `mode` is
+    furthest from TOP (F32), its final-output cosine the lowest (the lowest over the outputs
+    that say something, as the search scores them; samples with nothing to compare come
+    last). A table searched on them holds beyond its samples better than one searched on
+    samples the mode already gets right (docs/quantization.md)."""
+    paths = [str(p) for p in sample_paths]
+    tasks = [(mode, paths[i:i + RANK_CHUNK]) for i in range(0, len(paths), RANK_CHUNK)]
+    advance = progress("rank samples", len(paths)) if progress is not None else None
+    found: list[dict[str, tuple[float, float]]] = []
+    with workers(Evaluator, _evaluator_args(mlir_path, table_path, chip, [], asymmetric), jobs, cluster) as pool:
+        batch = max(1, 2 * jobs)
+        for start in range(0, len(tasks), batch):
+            part = tasks[start:start + batch]
+            found += [sample for chunk in pool.map("base_outputs", part) for sample in chunk]
+            if advance is not None:
+                advance(sum(len(chunk) for _, chunk in part))
+    informative = _informative([{name: norm for name, (norm, _) in sample.items()} for sample in found])
+    cosines = tuple(min((sample[name][1] for name in names), default=math.nan)
+                    for sample, names in zip(found, informative, strict=True))
+    order = sorted(range(len(cosines)),
+                   key=lambda i: (math.isnan(cosines[i]), 0.0 if math.isnan(cosines[i]) else cosines[i], i))
+    return Ranking(cosines, tuple(sorted(order[:count])))
+
+
 @dataclass(frozen=True)
 class HeldOut:
     """A table run on samples the search did not see (`check_table`): the cosine on each
@@ -582,9 +656,11 @@ def _prune(search: Search, chosen: list[Candidate]) -> list[Candidate]:
 
 
 def format_qtable(result: SearchResult, model: str, chip: str, target: float, samples: int,
-                  float_mode: str, confidence: float = DEFAULT_CONFIDENCE, held_out: HeldOut | None = None) -> str:
+                  float_mode: str, confidence: float = DEFAULT_CONFIDENCE, held_out: HeldOut | None = None,
+                  chosen_from: int | None = None) -> str:
     """TPU-MLIR's quantize-table format ('op_name MODE' lines) under a comment header (with
-    `held_out`, what the table reads on samples the search did not see)."""
+    `held_out`, what the table reads on samples the search did not see; with `chosen_from`,
+    the pool its samples are the hardest of)."""
     share = result.float_macs / result.total_macs if result.total_macs else 0.0
     measure = ("mean" if confidence <= 0.5 else
                f"lower {confidence:.0%} confidence bound of the mean")
@@ -595,6 +671,8 @@ def format_qtable(result: SearchResult, model: str, chip: str, target: float, sa
          f"{result.all_mode:.6f}; every op {float_mode}: {result.all_float:.6f})"),
         f"# float ops: {len(result.float_ops)} in {float_mode}; MACs in float: {share:.2%}",
     ]
+    if chosen_from is not None:
+        lines.insert(2, f"# samples: the {samples} of {chosen_from} where every op {result.mode} does worst")
     if held_out is not None:
         lines.append(f"# held out: mean {held_out.mean:.6f} over {held_out.count} samples the search did not see "
                      f"(every op {result.mode}: {held_out.mode_mean:.6f})")

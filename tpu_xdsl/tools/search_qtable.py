@@ -1,7 +1,7 @@
 """`tpu-xdsl search-qtable`: the fewest ops to leave INT8 for a target accuracy (TPU-MLIR's
 run_sensitive_layer and search_qtable).
 
-    tpu-xdsl search-qtable N.mlir --calibration-table T --dataset DIR [--input-num K] \\
+    tpu-xdsl search-qtable N.mlir --calibration-table T --dataset DIR [--input-num K] [--hardest-of M] \\
         --chip C [--target-cosine 0.99] [--mode INT8|BF16|F16] [--float-mode F16|BF16|F32] \\
         [--max-float-ops N] [--confidence 0.95] [--check-num M] [--jobs J] [--cluster ray://HOST:PORT|auto] \\
         -o N_qtable
@@ -10,7 +10,9 @@ Prints each op's sensitivity (worst first) and writes a quantize table that `tpu
 --quantize INT8 --quantize-table N_qtable` reads. With --check-num M, the table is also run on
 the M samples after the first K, which the search did not see, and their mean cosine is
 printed and written into the table's header: a table that holds on its samples and not on
-these asks for more samples like these. The algorithm is in
+these asks for more samples like these. With --hardest-of P, the search runs on the K samples,
+of the first P, where every op in --mode does worst (and --check-num takes the samples after
+those P): a table that holds on the hard samples holds on the others. The algorithm is in
 `tpu_xdsl.calibration.qtable_search`. Exit codes: 0 written, 1 the target cannot be met (one
 line naming the best cosine reached; nothing written), 2 unusable flags or inputs.
 """
@@ -50,6 +52,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     s.add_argument("--dataset", help="a folder of images or .npz/.npy samples (sorted by name)")
     s.add_argument("--data-list", help="a text file naming one sample per line (# comments)")
     s.add_argument("--input-num", type=int, default=24, help="search on the first K samples (default 24)")
+    s.add_argument("--hardest-of", type=int, metavar="P",
+                   help="search on the --input-num samples, of the first P, where every op in --mode is furthest from "
+                        "F32 (one run per sample to rank them): the table then holds on samples the search did not "
+                        "see; P >= --input-num")
     s.add_argument("--check-num", type=int, default=0,
                    help="then run the table on the next M samples, which the search did not see, and report "
                         "their mean cosine (default 0: no check)")
@@ -83,6 +89,9 @@ def check_args(args: argparse.Namespace):
         raise SearchUsageError("give the samples with exactly one of --dataset DIR or --data-list FILE")
     if args.input_num < 1:
         raise SearchUsageError(f"--input-num {args.input_num}: search on at least 1 sample")
+    if args.hardest_of is not None and args.hardest_of < args.input_num:
+        raise SearchUsageError(f"--hardest-of {args.hardest_of}: give at least --input-num ({args.input_num}) "
+                               "samples to choose the hardest from")
     if args.check_num < 0:
         raise SearchUsageError(f"--check-num {args.check_num}: give 0 (no check) or more samples")
     if not 0 < args.target_cosine <= 1:
@@ -146,6 +155,7 @@ def run(args: argparse.Namespace) -> int:
         format_qtable,
         format_sensitivity,
         format_worst_samples,
+        hardest_samples,
         search_qtable,
     )
     from tpu_xdsl.calibration.table import read_table
@@ -159,13 +169,15 @@ def run(args: argparse.Namespace) -> int:
         raise SearchUsageError("give --calibration-table: INT8 needs the ranges tpu-xdsl calibrate writes")
     if args.calibration_table is not None:
         read_table(args.calibration_table)  # a malformed table is a one-line error here, not in a worker
-    wanted = args.input_num + args.check_num
+    pooled = args.input_num if args.hardest_of is None else args.hardest_of
+    wanted = pooled + args.check_num
     dataset = (Dataset.from_dir(args.dataset, wanted) if args.dataset is not None
                else Dataset.from_list(args.data_list, wanted))
-    searched, held_out = dataset.paths[:args.input_num], dataset.paths[args.input_num:]
+    pool, held_out = dataset.paths[:pooled], dataset.paths[pooled:]
     if args.check_num and not held_out:
+        flag = "--input-num" if args.hardest_of is None else "--hardest-of"
         raise SearchUsageError(f"--check-num {args.check_num}: {dataset.source} has {len(dataset)} samples and the "
-                               f"search takes the first {args.input_num}; add samples or lower --input-num")
+                               f"search takes the first {pooled}; add samples or lower {flag}")
     check_paths(
         [*module_inputs("the model", args.model, module), *named("--calibration-table", args.calibration_table),
          *named("--data-list", args.data_list), *sample_inputs("--dataset", args.dataset, dataset.paths),
@@ -179,6 +191,15 @@ def run(args: argparse.Namespace) -> int:
     if args.cluster:
         check_cluster(args.cluster)
     started = time.perf_counter()
+    searched, chosen_from = pool, None
+    if args.hardest_of is not None and len(pool) > args.input_num:
+        ranking = hardest_samples(args.model, args.calibration_table, chip.name, pool, args.input_num, args.mode,
+                                  asymmetric=args.asymmetric, jobs=args.jobs or default_jobs(), cluster=args.cluster,
+                                  progress=_progress)
+        searched, chosen_from = [pool[i] for i in ranking.chosen], len(pool)
+        print(f"the {len(searched)} samples of {len(pool)} where every op {args.mode} does worst: cosine "
+              f"{ranking.mean(ranking.chosen):.6f} on them, {ranking.mean():.6f} on all {len(pool)} (mean): "
+              f"{' '.join(Path(p).name for p in searched)}", flush=True)
 
     # Fewer samples than asked widen the confidence bound the target is met by: said, as calibrate says it.
     fewer = f" (only {len(searched)} found; --input-num {args.input_num})" if len(searched) < args.input_num else ""
@@ -209,7 +230,7 @@ def run(args: argparse.Namespace) -> int:
         print(held_out_line(check, result.mode, args.target_cosine, len(held_out), args.check_num))
     name = Path(args.model).stem
     text = format_qtable(result, name, chip.name, args.target_cosine, len(searched), args.float_mode,
-                         args.confidence, check)
+                         args.confidence, check, chosen_from)
     write_atomic(args.output, lambda f: f.write(text))
     share = result.float_macs / result.total_macs if result.total_macs else 0.0
     print(f"{len(result.float_ops)} of {len(result.sensitivities)} "
