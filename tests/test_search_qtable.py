@@ -129,6 +129,7 @@ def test_search_floats_the_cancelling_ops_and_meets_the_target(prepared):
     rows = [line.split() for line in done.stdout.splitlines() if re.match(r"^\S+\s+(conv|sub|add)\s", line)]
     assert {row[0] for row in rows[:3]} == set(CANCELLING), done.stdout
     assert {row[0] for row in rows} == {*CANCELLING, "r0", "y"}  # r0: the first conv, its ReLU fused
+    assert done.stdout.splitlines()[-1].startswith("3 of 5 ops in F16 (2 of 4 convolutions, "), done.stdout
     # The samples the table holds worst on, named, each with its cosine all-INT8 beside.
     lines = done.stdout.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("worst samples"))
@@ -212,6 +213,7 @@ def test_a_target_out_of_reach_names_the_best_cosine_and_writes_nothing(prepared
         (["--hardest-of", "6"], "--hardest-of 6: give at least --input-num (12) samples to choose the hardest from"),
         (["--hardest-of", "12", "--check-num", "4"],
          "has 12 samples and the search takes the first 12; add samples or lower --hardest-of"),
+        (["--min-conv-share", "1.5"], "--min-conv-share 1.5: give a share in [0, 1], e.g. 0.75"),
         (["--jobs", "0"], "--jobs 0: give 1 to 256 worker processes"),
         (["--cluster", "ray://127.0.0.1:1"], "--cluster ray://127.0.0.1:1: cannot connect"),
         (["--cluster", "127.0.0.1:1"], "give ray://HOST:PORT"),
@@ -367,6 +369,25 @@ def test_the_search_finds_the_smallest_set_on_hand_computed_scores():
     assert result.all_mode == pytest.approx(0.9685) and result.all_float == pytest.approx(1.0)
     assert [s.candidate.name for s in result.sensitivities] == ["b", "e", "c", "a", "d"]  # worst first
     assert result.float_macs == 20 and result.total_macs == 50
+
+
+def test_a_minimum_conv_share_floats_other_ops_in_their_place():
+    """--min-conv-share: of 4 convolutions at 0.75 only the most sensitive one may leave
+    INT8; the search makes up the rest with ops that are not convolutions, by hand."""
+    from tpu_xdsl.calibration.qtable_search import Candidate, TargetNotMet, run_search
+
+    damage = {"c1": 0.02, "c2": 0.006, "c3": 0.001, "c4": 0.0005, "add": 0.004, "lut": 0.003}
+    ops = [Candidate(name, "conv" if name.startswith("c") else name, 10) for name in damage]
+    # Unconstrained: c1 (0.02), then c2 (0.006) leaves 0.0085 <= 0.01.
+    assert [c.name for c in run_search(ops, _additive_scorer(damage), "F16", 0.99).float_ops] == ["c1", "c2"]
+    # At 0.75 c2 stays INT8: c1 and add (0.004) leave 0.0105, so lut (0.003) too: 0.0075.
+    result = run_search(ops, _additive_scorer(damage), "F16", 0.99, min_conv_share=0.75)
+    assert [c.name for c in result.float_ops] == ["c1", "add", "lut"]
+    assert result.score == pytest.approx(1 - 0.0075)
+    # At 1.0 no convolution may leave: 0.0275 remains at best, and the error says why.
+    with pytest.raises(TargetNotMet, match=r"every INT8 op but the 4 least sensitive of 4 convolutions "
+                                           r"\(--min-conv-share 1\.0\) in F16: the best reached is 0\.9725"):
+        run_search(ops, _additive_scorer(damage), "F16", 0.99, min_conv_share=1.0)
 
 
 def test_pruning_drops_what_the_ranking_put_in_needlessly():

@@ -419,12 +419,14 @@ def run_search(
     ops: list[Candidate], scorer: Scorer, float_mode: str, target: float,
     max_float_ops: int | None = None, progress: Callable[[str, int], Callable[[int], None]] | None = None,
     before_sensitivity: Callable[[float, float], None] | None = None, mode: str = "INT8",
-    sensitivity_when_met: bool = True, confidence: float = DEFAULT_CONFIDENCE,
+    sensitivity_when_met: bool = True, confidence: float = DEFAULT_CONFIDENCE, min_conv_share: float | None = None,
 ) -> SearchResult:
     """Sensitivity, ranking, binary search and pruning (the module docstring) of the ops of a
     model deployed in `mode`; raises TargetNotMet when no allowed set of ops in `float_mode`
     reaches `target`. Without `sensitivity_when_met`, a model that meets the target with
-    every op in `mode` returns at once, with no sensitivities."""
+    every op in `mode` returns at once, with no sensitivities. With `min_conv_share`, at least
+    that share of the convolutions (conv, deconv, matmul) stays in `mode`: only the most
+    sensitive of them may leave it, any other op may."""
     search = Search(scorer, float_mode, target, mode, confidence=confidence)
     all_mode, all_float = search.scores([Config(mode), Config(float_mode)])
     total_macs = sum(c.macs for c in ops)
@@ -450,10 +452,17 @@ def run_search(
     ranked = [s.candidate for s in sensitivities]
     if progress is not None:
         search.scorer = _with_progress(scorer, progress("search", 0))
+    everything = f"every {mode} op"
+    if min_conv_share is not None:
+        convs = sum(1 for c in ops if c.kind in MAC_KINDS.values())
+        allowed = math.floor(convs * (1 - min_conv_share) + 1e-9)
+        ranked = _within_conv_limit(ranked, allowed)
+        everything = (f"every {mode} op but the {convs - allowed} least sensitive of {convs} convolutions "
+                      f"(--min-conv-share {min_conv_share})")
     chosen: list[Candidate] = []
     if all_mode < target:
         limit = len(ranked) if max_float_ops is None else min(max_float_ops, len(ranked))
-        chosen = _shortest_prefix(search, ranked, limit)
+        chosen = _shortest_prefix(search, ranked, limit, everything)
         chosen = _prune(search, chosen)
     score = search.score_of(chosen)
     table = search.floated(chosen)
@@ -467,7 +476,7 @@ def search_qtable(
     jobs: int = 1, cluster: str | None = None, module=None,
     progress: Callable[[str, int], Callable[[int], None]] | None = None,
     before_sensitivity: Callable[[float, float], None] | None = None, mode: str = "INT8",
-    sensitivity_when_met: bool = True, confidence: float = DEFAULT_CONFIDENCE,
+    sensitivity_when_met: bool = True, confidence: float = DEFAULT_CONFIDENCE, min_conv_share: float | None = None,
 ) -> SearchResult:
     """The whole search on the module at `mlir_path` (parsed already: `module`), its runs on
     `jobs` processes or a Ray `cluster`; raises TargetNotMet."""
@@ -480,7 +489,7 @@ def search_qtable(
             return pool.map("score", configs)
 
         return run_search(ops, scorer, float_mode, target, max_float_ops, progress, before_sensitivity, mode,
-                          sensitivity_when_met, confidence)
+                          sensitivity_when_met, confidence, min_conv_share)
 
 
 # -- the samples a search runs on ------------------------------------------------------------
@@ -581,7 +590,19 @@ def _with_progress(scorer: Scorer, advance: Callable[[int], None]) -> Scorer:
     return scored
 
 
-def _shortest_prefix(search: Search, ranked: list[Candidate], limit: int) -> list[Candidate]:
+def _within_conv_limit(ranked: list[Candidate], limit: int) -> list[Candidate]:
+    """The ranking less the convolutions (conv, deconv, matmul) after its first `limit`."""
+    kept, convs = [], 0
+    for candidate in ranked:
+        if candidate.kind in MAC_KINDS.values():
+            convs += 1
+            if convs > limit:
+                continue
+        kept.append(candidate)
+    return kept
+
+
+def _shortest_prefix(search: Search, ranked: list[Candidate], limit: int, everything: str) -> list[Candidate]:
     """A short ranked[:k], k <= limit, that meets the target: a binary search between a
     prefix that misses it and one that meets it, so the answer always meets it. Where the
     scores along the ranking are not monotone (ops that hurt only together) the prefix may
@@ -597,7 +618,7 @@ def _shortest_prefix(search: Search, ranked: list[Candidate], limit: int) -> lis
                 best,
             )
         raise TargetNotMet(
-            f"the target cosine {search.target} cannot be met with every {search.mode} op in {search.float_mode}: "
+            f"the target cosine {search.target} cannot be met with {everything} in {search.float_mode}: "
             f"the best reached is {search.reached(floated)}; lower {search.lower}",
             best,
         )

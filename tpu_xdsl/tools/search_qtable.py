@@ -1,10 +1,10 @@
 """`tpu-xdsl search-qtable`: the fewest ops to leave INT8 for a target accuracy (TPU-MLIR's
 run_sensitive_layer and search_qtable).
 
-    tpu-xdsl search-qtable N.mlir --calibration-table T --dataset DIR [--input-num K] [--hardest-of M] \\
+    tpu-xdsl search-qtable N.mlir --calibration-table T --dataset DIR [--input-num K] [--hardest-of P] \\
         --chip C [--target-cosine 0.99] [--mode INT8|BF16|F16] [--float-mode F16|BF16|F32] \\
-        [--max-float-ops N] [--confidence 0.95] [--check-num M] [--jobs J] [--cluster ray://HOST:PORT|auto] \\
-        -o N_qtable
+        [--max-float-ops N] [--min-conv-share S] [--confidence 0.95] [--check-num M] [--jobs J] \\
+        [--cluster ray://HOST:PORT|auto] -o N_qtable
 
 Prints each op's sensitivity (worst first) and writes a quantize table that `tpu-xdsl deploy
 --quantize INT8 --quantize-table N_qtable` reads. With --check-num M, the table is also run on
@@ -71,6 +71,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     s.add_argument("--float-mode", help="the mode of the ops taken out of --mode (default for INT8: F16 where the chip "
                                         "has it, else BF16; for BF16 and F16: F32)")
     s.add_argument("--max-float-ops", type=int, help="at most this many ops in float")
+    s.add_argument("--min-conv-share", type=float, metavar="S",
+                   help="keep at least this share of the conv, deconv and matmul ops in --mode (e.g. 0.75): only the "
+                        "most sensitive of them may leave it; other ops may")
     s.add_argument("--asymmetric", action="store_true", help="search for asymmetric INT8 (deploy --asymmetric)")
     s.add_argument("--jobs", type=int, help="worker processes (default: 2 on 2+ cores)")
     s.add_argument("--cluster", help="run the candidates on a Ray cluster: ray://HOST:PORT, or auto for a running "
@@ -99,6 +102,8 @@ def check_args(args: argparse.Namespace):
     if not 0.5 <= args.confidence < 1:
         raise SearchUsageError(f"--confidence {args.confidence}: give a level in [0.5, 1), e.g. 0.95 "
                                "(0.5: the plain mean over the samples)")
+    if args.min_conv_share is not None and not 0 <= args.min_conv_share <= 1:
+        raise SearchUsageError(f"--min-conv-share {args.min_conv_share}: give a share in [0, 1], e.g. 0.75")
     if args.max_float_ops is not None and args.max_float_ops < 0:
         raise SearchUsageError(f"--max-float-ops {args.max_float_ops}: give 0 or more")
     if args.jobs is not None and not 1 <= args.jobs <= MAX_JOBS:
@@ -150,6 +155,7 @@ def run(args: argparse.Namespace) -> int:
     from tpu_xdsl.calibration.dataset import Dataset, SampleLoader
     from tpu_xdsl.calibration.model_scales import is_model_calibrated
     from tpu_xdsl.calibration.qtable_search import (
+        MAC_KINDS,
         TargetNotMet,
         check_table,
         format_qtable,
@@ -213,7 +219,7 @@ def run(args: argparse.Namespace) -> int:
             args.model, args.calibration_table, chip.name, searched, args.target_cosine, args.float_mode,
             max_float_ops=args.max_float_ops, asymmetric=args.asymmetric, jobs=args.jobs or default_jobs(),
             cluster=args.cluster, module=module, progress=_progress, before_sensitivity=announce, mode=args.mode,
-            confidence=args.confidence,
+            confidence=args.confidence, min_conv_share=args.min_conv_share,
         )
     except TargetNotMet as e:
         print(f"tpu-xdsl search-qtable: {e}", file=sys.stderr)
@@ -233,8 +239,11 @@ def run(args: argparse.Namespace) -> int:
                          args.confidence, check, chosen_from)
     write_atomic(args.output, lambda f: f.write(text))
     share = result.float_macs / result.total_macs if result.total_macs else 0.0
+    convs = [s.candidate.name for s in result.sensitivities if s.candidate.kind in MAC_KINDS.values()]
+    floated = {c.name for c in result.float_ops}
     print(f"{len(result.float_ops)} of {len(result.sensitivities)} "
-          f"ops in {args.float_mode} ({share:.2%} of the MACs): cosine "
+          f"ops in {args.float_mode} ({sum(1 for c in convs if c in floated)} of {len(convs)} convolutions, "
+          f"{share:.2%} of the MACs): cosine "
           f"{result.all_mode:.6f} -> {result.score:.6f} (target {args.target_cosine}; mean {result.mean:.6f}); "
           f"{result.runs} runs in "
           f"{seconds:.0f} s; wrote {args.output}")
