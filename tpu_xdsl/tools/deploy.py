@@ -333,14 +333,15 @@ def _search_hint(args: argparse.Namespace, mode: str, chip: str) -> str:
         flags += ["--calibration-table", args.calibration_table]
     if args.asymmetric:
         flags.append("--asymmetric")
-    command = " ".join(["tpu-xdsl search-qtable", *map(shlex.quote, flags), "--dataset DIR --chip", chip,
-                        "-o", shlex.quote(qtable)])
+    command = " ".join(["tpu-xdsl search-qtable", *map(shlex.quote, flags),
+                        "--dataset DIR --input-num 24 --hardest-of 100 --chip", chip, "-o", shlex.quote(qtable)])
     if args.quantize_table:
         return (f"hint: {mode} misses the tolerance with the ops of --quantize-table {args.quantize_table} in "
                 f"float; a search on more samples like --test-input, or with a higher --target-cosine, keeps more "
                 f"of them: {command}")
     return (f"hint: {mode} misses the tolerance; search-qtable ranks the ops by what they lose and finds the fewest "
-            f"to keep in a more precise mode: {command} (DIR: samples like --test-input), then deploy again with "
+            f"to keep in a more precise mode: {command} (DIR: samples like --test-input, the search runs on the 24 "
+            f"of the first 100 where {mode} does worst), then deploy again with "
             f"--quantize-table {shlex.quote(qtable)}")
 
 
