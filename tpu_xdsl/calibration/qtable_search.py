@@ -166,10 +166,7 @@ class Evaluator:
         self.recorded.add(config.mode)
         if config.anchor is not None and config.anchor != self.anchor:
             self._record_anchor(config.anchor)
-        module = self.module.clone()
-        store = attach_weights(module, dict(self.weights))
-        lower_top_to_tpu(module, config.mode, self.chip, self.asymmetric, qtable=dict(config.table))
-        run = _MemoizedRun(module, store)
+        run = self._lowered(config)
         cosines = []
         for sample, reference, cache, anchored, names in zip(
             self.samples, self.references, self.caches, self.anchor_caches, self.informative, strict=True
@@ -196,10 +193,7 @@ class Evaluator:
         from tpu_xdsl.interp.runner import ModuleRunner
 
         mode, paths = task
-        module = self.module.clone()
-        store = attach_weights(module, dict(self.weights))
-        lower_top_to_tpu(module, mode, self.chip, self.asymmetric, qtable={})
-        run = _MemoizedRun(module, store)
+        run = self._lowered(Config(mode))
         reference = ModuleRunner(self.module, self.weights)
         loader = SampleLoader(self.module)
         found = []
@@ -210,6 +204,13 @@ class Evaluator:
                 outputs, _ = run(sample, (), None)
             found.append({name: (_norm(value), cosine(value, outputs[name])) for name, value in expected.items()})
         return found
+
+    def _lowered(self, config: Config) -> _MemoizedRun:
+        """A copy of the module lowered in `config`, ready to run."""
+        module = self.module.clone()
+        store = attach_weights(module, dict(self.weights))
+        lower_top_to_tpu(module, config.mode, self.chip, self.asymmetric, qtable=dict(config.table))
+        return _MemoizedRun(module, store)
 
     def _record_anchor(self, anchor: Config) -> None:
         """Run `anchor` keeping its results in place of the last anchor's."""
