@@ -74,6 +74,11 @@ class Candidate:
     kind: str  # the TOP op, without "top."
     macs: int
 
+    @property
+    def is_conv(self) -> bool:
+        """A convolution, deconvolution or matmul: where the chip's INT8 speed is."""
+        return self.kind in MAC_KINDS.values()
+
 
 @dataclass(frozen=True)
 class Config:
@@ -146,10 +151,10 @@ class Evaluator:
         if table_path is not None:
             import_calibration(self.module, read_table(table_path), str(table_path))
         self.weights = {name: store[name] for name in store}  # with the calibration's channel ranges
-        loader = SampleLoader(self.module)
-        self.samples = [loader.load(Path(p)) for p in sample_paths]
-        reference = ModuleRunner(self.module, self.weights)
-        self.references = [reference.run(s) for s in self.samples]
+        self.loader = SampleLoader(self.module)
+        self.samples = [self.loader.load(Path(p)) for p in sample_paths]
+        self.reference = ModuleRunner(self.module, self.weights)
+        self.references = [self.reference.run(s) for s in self.samples]
         self.informative = informative_outputs(self.references)
         self.caches: list[dict[int, tuple]] = [{} for _ in self.samples]
         self.cached_bytes = 0
@@ -157,6 +162,7 @@ class Evaluator:
         self.anchor: Config | None = None
         self.anchor_caches: list[dict[int, tuple]] = [{} for _ in self.samples]
         self.anchor_bytes = 0
+        self.base_runs: dict[str, _MemoizedRun] = {}  # every op in a mode, for `base_outputs`
 
     def score(self, config: Config, anchoring: bool = False) -> tuple[float, ...]:
         """One cosine per sample: the lowest over the outputs."""
@@ -190,16 +196,14 @@ class Evaluator:
     def base_outputs(self, task: tuple[str, Sequence[str]]) -> list[dict[str, tuple[float, float]]]:
         """For each sample at the task's paths, each output's norm in TOP (F32) and its
         cosine when every op is in the task's mode (`hardest_samples`)."""
-        from tpu_xdsl.interp.runner import ModuleRunner
-
         mode, paths = task
-        run = self._lowered(Config(mode))
-        reference = ModuleRunner(self.module, self.weights)
-        loader = SampleLoader(self.module)
+        if mode not in self.base_runs:  # lowered once per worker, not once per task
+            self.base_runs[mode] = self._lowered(Config(mode))
+        run = self.base_runs[mode]
         found = []
         for path in paths:
-            sample = loader.load(Path(path))
-            expected = reference.run(sample)
+            sample = self.loader.load(Path(path))
+            expected = self.reference.run(sample)
             with gemm_sums_in_float32():
                 outputs, _ = run(sample, (), None)
             found.append({name: (_norm(value), cosine(value, outputs[name])) for name, value in expected.items()})
@@ -455,7 +459,7 @@ def run_search(
         search.scorer = _with_progress(scorer, progress("search", 0))
     everything = f"every {mode} op"
     if min_conv_share is not None:
-        convs = sum(1 for c in ops if c.kind in MAC_KINDS.values())
+        convs = sum(1 for c in ops if c.is_conv)
         allowed = math.floor(convs * (1 - min_conv_share) + 1e-9)
         ranked = _within_conv_limit(ranked, allowed)
         everything = (f"every {mode} op but the {convs - allowed} least sensitive of {convs} convolutions "
@@ -595,7 +599,7 @@ def _within_conv_limit(ranked: list[Candidate], limit: int) -> list[Candidate]:
     """The ranking less the convolutions (conv, deconv, matmul) after its first `limit`."""
     kept, convs = [], 0
     for candidate in ranked:
-        if candidate.kind in MAC_KINDS.values():
+        if candidate.is_conv:
             convs += 1
             if convs > limit:
                 continue

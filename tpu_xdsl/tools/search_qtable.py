@@ -155,7 +155,6 @@ def run(args: argparse.Namespace) -> int:
     from tpu_xdsl.calibration.dataset import Dataset, SampleLoader
     from tpu_xdsl.calibration.model_scales import is_model_calibrated
     from tpu_xdsl.calibration.qtable_search import (
-        MAC_KINDS,
         TargetNotMet,
         check_table,
         format_qtable,
@@ -239,7 +238,7 @@ def run(args: argparse.Namespace) -> int:
                          args.confidence, check, chosen_from)
     write_atomic(args.output, lambda f: f.write(text))
     share = result.float_macs / result.total_macs if result.total_macs else 0.0
-    convs = [s.candidate.name for s in result.sensitivities if s.candidate.kind in MAC_KINDS.values()]
+    convs = [s.candidate.name for s in result.sensitivities if s.candidate.is_conv]
     floated = {c.name for c in result.float_ops}
     print(f"{len(result.float_ops)} of {len(result.sensitivities)} "
           f"ops in {args.float_mode} ({sum(1 for c in convs if c in floated)} of {len(convs)} convolutions, "
