@@ -101,6 +101,32 @@ def _signals_blocked() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
+@contextlib.contextmanager
+def signals_deferred(deliver: bool = True) -> Iterator[None]:
+    """SIGINT and SIGTERM that arrive inside the block wait until it ends (clean-up that
+    must run whole, such as stopping worker processes), then are raised once each, or,
+    with `deliver` False (the command is stopping already), dropped. Their Python handlers
+    are swapped, not the signal mask: the OS may hand a signal to any thread that does not
+    block it, such as a process pool's manager thread."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    arrived: list[int] = []
+
+    def remember(signum, frame) -> None:
+        arrived.append(signum)
+
+    previous = {s: signal.signal(s, remember) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        if deliver:
+            for number in dict.fromkeys(arrived):
+                signal.raise_signal(number)
+
+
 class OutputSet:
     """A command's output files, written to temporaries and renamed into place together when
     the `with` block ends without an exception (see the module's docstring). A set opened

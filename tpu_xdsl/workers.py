@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from tpu_xdsl.errors import TpuXdslError
+from tpu_xdsl.files import signals_deferred
 
 BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 CONNECT_SECONDS = 5.0
@@ -123,8 +124,20 @@ def spawned_pool(jobs: int, initializer: Callable[..., None], initargs: tuple) -
     )
     try:
         yield executor
+    except BaseException:
+        # Stopped (Ctrl-C, SIGTERM, an error): the running tasks' results are not wanted, and
+        # a task can run for minutes (a whole model over every sample). Its workers end now,
+        # and a second Ctrl-C cannot break the shutdown half way (which left a worker waiting
+        # for work and this process waiting for it, for ever).
+        with signals_deferred(deliver=False):
+            for process in list((getattr(executor, "_processes", None) or {}).values()):
+                process.terminate()
+            executor.shutdown(wait=True, cancel_futures=True)
+        raise
+    else:
+        with signals_deferred():
+            executor.shutdown(wait=True, cancel_futures=True)
     finally:
-        executor.shutdown(wait=True, cancel_futures=True)
         for variable, value in saved.items():
             if value is None:
                 os.environ.pop(variable, None)
