@@ -35,12 +35,13 @@ def test_greedy_ctc_decoding_by_hand():
 
 
 def test_mode_labels_name_their_recovery_steps():
-    """A row's label: a mode, then the steps that recover its accuracy; +hardest only
-    chooses the samples of a +qtable search."""
+    """A row's label: a mode, then the steps that recover its accuracy; +hardest and +share
+    only choose the samples and the limits of a +qtable search."""
     parse = _accuracy().base_and_recovery
     assert parse("INT8 sym +qtable +hardest") == ("INT8 sym", ("qtable", "hardest"))
     assert parse("BF16 +qtable +hardest") == ("BF16", ("qtable", "hardest"))
     assert parse("INT8 sym per-tensor +we +bc") == ("INT8 sym per-tensor", ("we", "bc"))
-    for label in ("INT8 sym +hardest", "BF16 +we", "INT8 sym +sharpen", "INT4 +qtable"):
+    assert parse("INT8 sym +qtable +hardest +share") == ("INT8 sym", ("qtable", "hardest", "share"))
+    for label in ("INT8 sym +hardest", "BF16 +we", "INT8 sym +sharpen", "INT4 +qtable", "INT8 sym +share"):
         with pytest.raises(SystemExit, match="unknown mode"):
             parse(label)

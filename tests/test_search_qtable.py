@@ -386,8 +386,9 @@ def test_a_minimum_conv_share_floats_other_ops_in_their_place():
     assert result.score == pytest.approx(1 - 0.0075)
     # At 1.0 no convolution may leave: 0.0275 remains at best, and the error says why.
     with pytest.raises(TargetNotMet, match=r"every INT8 op but the 4 least sensitive of 4 convolutions "
-                                           r"\(--min-conv-share 1\.0\) in F16: the best reached is 0\.9725"):
+                                           r"\(--min-conv-share 1\.0\) in F16: the best reached is 0\.9725") as e:
         run_search(ops, _additive_scorer(damage), "F16", 0.99, min_conv_share=1.0)
+    assert sorted(c.name for c in e.value.floated) == ["add", "lut"]  # the ops that reached it
 
 
 def test_pruning_drops_what_the_ranking_put_in_needlessly():
@@ -522,8 +523,9 @@ def test_a_target_no_set_meets_is_out_of_reach():
 
     damage = {"a": 0.02, "b": 0.02}
     ops = [Candidate(name, "conv", 1) for name in damage]
-    with pytest.raises(TargetNotMet, match="needs more than 1 op"):
+    with pytest.raises(TargetNotMet, match="needs more than 1 op") as e:
         run_search(ops, _additive_scorer(damage), "F16", 0.99, max_float_ops=1)
+    assert e.value.best == pytest.approx(0.98) and len(e.value.floated) == 1
 
 
 def test_reused_results_equal_a_plain_run(prepared):

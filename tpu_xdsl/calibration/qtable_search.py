@@ -61,11 +61,13 @@ class SearchError(TpuXdslError):
 
 class TargetNotMet(Exception):
     """The target cosine is out of reach (every candidate op in float, or the --max-float-ops
-    allowance); `best` is the highest score reached."""
+    or --min-conv-share allowance); `best` is the highest score reached, `floated` the ops in
+    float that reached it (where that is not every op)."""
 
-    def __init__(self, message: str, best: float):
+    def __init__(self, message: str, best: float, floated: tuple[Candidate, ...] = ()):
         super().__init__(message)
         self.best = best
+        self.floated = floated
 
 
 @dataclass(frozen=True)
@@ -621,11 +623,13 @@ def _shortest_prefix(search: Search, ranked: list[Candidate], limit: int, everyt
                 f"the {limit} most sensitive reach {search.reached(floated)}; raise --max-float-ops or lower "
                 f"{search.lower}",
                 best,
+                tuple(ranked[:limit]),
             )
         raise TargetNotMet(
             f"the target cosine {search.target} cannot be met with {everything} in {search.float_mode}: "
             f"the best reached is {search.reached(floated)}; lower {search.lower}",
             best,
+            tuple(ranked[:limit]),
         )
     low, high = 0, limit  # ranked[:low] misses the target, ranked[:high] meets it
     while high - low > 1:
