@@ -144,6 +144,26 @@ def test_search_floats_the_cancelling_ops_and_meets_the_target(prepared):
     assert before < 0.95 and after >= 0.99, (before, after)
 
 
+def test_stop_when_met_writes_an_empty_table_without_the_sensitivity_pass(prepared):
+    """A target every op in INT8 already meets: by default the sensitivity table is printed
+    anyway; with --stop-when-met the command stops after the two base runs, as TPU-MLIR's
+    search_qtable does, and writes a table with no op."""
+    low = ("--target-cosine", "0.2", "--confidence", "0.5")
+    quick = _search(prepared, *low, "--stop-when-met", output="met_qtable")
+    assert quick.returncode == 0, quick.stdout + quick.stderr
+    lines = quick.stdout.splitlines()
+    assert "every op INT8 meets the target: no op needs F16 (--stop-when-met: no sensitivity pass)" in lines
+    assert not [line for line in lines if re.match(r"^\S+\s+(conv|sub|add)\s", line)], quick.stdout
+    assert lines[-1].startswith("no op in F16: cosine ") and "; 2 runs in " in lines[-1], lines[-1]
+    table = (prepared["folder"] / "met_qtable").read_text()
+    assert "# float ops: 0 in F16; MACs in float: 0.00%" in table
+    assert not [line for line in table.splitlines() if line and not line.startswith("#")], table
+    full = _search(prepared, *low, output="met_full_qtable")
+    assert full.returncode == 0, full.stdout + full.stderr
+    rows = [line for line in full.stdout.splitlines() if re.match(r"^\S+\s+(conv|sub|add)\s", line)]
+    assert len(rows) == 5 and full.stdout.splitlines()[-1].startswith("0 of 5 ops in F16"), full.stdout
+
+
 def test_the_table_is_checked_on_samples_the_search_did_not_see(prepared):
     """--check-num runs the table on the samples after the searched ones; what it reports
     is the cosine onnxruntime's float model gives on those samples."""

@@ -74,6 +74,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     s.add_argument("--min-conv-share", type=float, metavar="S",
                    help="keep at least this share of the conv, deconv and matmul ops in --mode (e.g. 0.75): only the "
                         "most sensitive of them may leave it; other ops may")
+    s.add_argument("--stop-when-met", action="store_true",
+                   help="when every op in --mode already meets the target, write a table with no op at once, without "
+                        "the sensitivity pass (as TPU-MLIR's search_qtable stops); by default the sensitivity table is "
+                        "printed anyway")
     s.add_argument("--asymmetric", action="store_true", help="search for asymmetric INT8 (deploy --asymmetric)")
     s.add_argument("--jobs", type=int, help="worker processes (default: 2 on 2+ cores)")
     s.add_argument("--cluster", help="run the candidates on a Ray cluster: ray://HOST:PORT, or auto for a running "
@@ -209,9 +213,9 @@ def run(args: argparse.Namespace) -> int:
     # Fewer samples than asked widen the confidence bound the target is met by: said, as calibrate says it.
     fewer = f" (only {len(searched)} found; --input-num {args.input_num})" if len(searched) < args.input_num else ""
 
-    def announce(all_mode: float, all_float: float) -> None:
+    def announce(all_mode: float, all_float: float, runs: str = "sensitivity runs") -> None:
         print(f"every op {args.mode}: cosine {all_mode:.6f}; every op {args.float_mode}: {all_float:.6f}; "
-              f"target {args.target_cosine}; sensitivity runs on {len(searched)} samples{fewer}", flush=True)
+              f"target {args.target_cosine}; {runs} on {len(searched)} samples{fewer}", flush=True)
 
     try:
         result = search_qtable(
@@ -219,13 +223,19 @@ def run(args: argparse.Namespace) -> int:
             max_float_ops=args.max_float_ops, asymmetric=args.asymmetric, jobs=args.jobs or default_jobs(),
             cluster=args.cluster, module=module, progress=_progress, before_sensitivity=announce, mode=args.mode,
             confidence=args.confidence, min_conv_share=args.min_conv_share,
+            sensitivity_when_met=not args.stop_when_met,
         )
     except TargetNotMet as e:
         print(f"tpu-xdsl search-qtable: {e}", file=sys.stderr)
         return 1
     seconds = time.perf_counter() - started
-    for line in format_sensitivity(result):
-        print(line)
+    if result.sensitivities:
+        for line in format_sensitivity(result):
+            print(line)
+    else:  # --stop-when-met, and every op in the mode meets the target
+        announce(result.all_mode, result.all_float, "scored")
+        print(f"every op {args.mode} meets the target: no op needs {args.float_mode} (--stop-when-met: no "
+              "sensitivity pass)", flush=True)
     for line in format_worst_samples(result, [Path(p).name for p in searched]):
         print(line)
     check = None
@@ -240,9 +250,10 @@ def run(args: argparse.Namespace) -> int:
     share = result.float_macs / result.total_macs if result.total_macs else 0.0
     convs = [s.candidate.name for s in result.sensitivities if s.candidate.is_conv]
     floated = {c.name for c in result.float_ops}
-    print(f"{len(result.float_ops)} of {len(result.sensitivities)} "
-          f"ops in {args.float_mode} ({sum(1 for c in convs if c in floated)} of {len(convs)} convolutions, "
-          f"{share:.2%} of the MACs): cosine "
+    counted = (f"{len(result.float_ops)} of {len(result.sensitivities)} ops in {args.float_mode} "
+               f"({sum(1 for c in convs if c in floated)} of {len(convs)} convolutions, {share:.2%} of the MACs)"
+               if result.sensitivities else f"no op in {args.float_mode}")
+    print(f"{counted}: cosine "
           f"{result.all_mode:.6f} -> {result.score:.6f} (target {args.target_cosine}; mean {result.mean:.6f}); "
           f"{result.runs} runs in "
           f"{seconds:.0f} s; wrote {args.output}")
