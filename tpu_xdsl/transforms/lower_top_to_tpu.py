@@ -165,7 +165,7 @@ def lower_top_to_tpu(
     model_scales = int8 and is_model_calibrated(module)
     if model_scales:  # a pre-quantized model: what it keeps in float stays float
         report.notes.extend(_keep_model_float_ops(module, table, chip))
-    if int8 and table:
+    if table:
         _move_in_float_between_float_ops(module, table)
     per_channel = int8 and not per_tensor_activations and not asymmetric
     if per_channel and not _has_channel_ranges(module):
@@ -229,20 +229,35 @@ def _move_in_float_between_float_ops(module: ModuleOp, table: dict[str, str]) ->
     comes from ops the table puts in one float mode moves them in that mode: quantizing
     them to INT8 only to move the codes would round what the table keeps in float, and a
     concatenation of differently scaled inputs (a detector's boxes beside its scores) to
-    one scale. Chains of such ops follow their first producer."""
-    for op in main_func(module).body.block.ops:
+    one scale; in a BF16 model, a reshape between two F32 ops would round to bf16 what
+    both keep in F32. Chains of such ops follow their first producer. One that moves only weights
+    or the model's inputs (an expanded layer-norm scale) takes the mode its users share:
+    in the base mode it would round a constant that float ops read (bf16 in a BF16 model)."""
+    ops = list(main_func(module).body.block.ops)
+    undecided = []
+    for op in ops:
         names = tensor_names(op)
         if op.name.removeprefix("top.") not in EXACT_ON_CODES or not names or any(n in table for n in names):
             continue
         modes = set()
         for value in op.operands:
             owner = value.owner
-            if not isinstance(owner, Operation) or owner.name in ("top.weight", "top.none"):
+            if not isinstance(owner, Operation) or owner.name in ("top.weight", "top.none", "top.input"):
                 continue
             found = [table[n] for n in tensor_names(owner) if n in table]
             modes.add(found[0] if found else None)
-        if len(modes) == 1 and (mode := modes.pop()) in FLOAT_MODES:
+        if not modes:
+            undecided.append(op)
+        elif len(modes) == 1 and (mode := modes.pop()) in FLOAT_MODES:
             table[names[0]] = mode
+    for op in reversed(undecided):  # a chain of them: its last op's users decide first
+        modes = set()
+        for result in op.results:
+            for use in result.uses:
+                found = [table[n] for n in tensor_names(use.operation) if n in table]
+                modes.add(found[0] if found else None)
+        if len(modes) == 1 and (mode := modes.pop()) in FLOAT_MODES:
+            table[tensor_names(op)[0]] = mode
 
 
 def _set_round_mode(module: ModuleOp, mode: str) -> None:
