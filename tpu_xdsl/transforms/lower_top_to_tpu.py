@@ -32,7 +32,7 @@ output's (ONNX) name and the value it converts a derived one (`{name}_float16`,
 from __future__ import annotations
 
 import sys
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -229,35 +229,35 @@ def _move_in_float_between_float_ops(module: ModuleOp, table: dict[str, str]) ->
     comes from ops the table puts in one float mode moves them in that mode: quantizing
     them to INT8 only to move the codes would round what the table keeps in float, and a
     concatenation of differently scaled inputs (a detector's boxes beside its scores) to
-    one scale; in a BF16 model, a reshape between two F32 ops would round to bf16 what
-    both keep in F32. Chains of such ops follow their first producer. One that moves only weights
-    or the model's inputs (an expanded layer-norm scale) takes the mode its users share:
-    in the base mode it would round a constant that float ops read (bf16 in a BF16 model)."""
-    ops = list(main_func(module).body.block.ops)
+    one scale; in a BF16 model, a reshape between two F32 ops would round to bf16 what both
+    keep in F32. Chains of such ops follow their first producer. One that moves only
+    weights or the model's inputs takes the mode its users share: in the base mode it would
+    round what float ops read (bf16 in a BF16 model)."""
     undecided = []
-    for op in ops:
+    for op in main_func(module).body.block.ops:
         names = tensor_names(op)
         if op.name.removeprefix("top.") not in EXACT_ON_CODES or not names or any(n in table for n in names):
             continue
-        modes = set()
-        for value in op.operands:
-            owner = value.owner
-            if not isinstance(owner, Operation) or owner.name in ("top.weight", "top.none", "top.input"):
-                continue
-            found = [table[n] for n in tensor_names(owner) if n in table]
-            modes.add(found[0] if found else None)
-        if not modes:
+        producers = [v.owner for v in op.operands if isinstance(v.owner, Operation)
+                     and v.owner.name not in ("top.weight", "top.none", "top.input")]
+        if not producers:
             undecided.append(op)
-        elif len(modes) == 1 and (mode := modes.pop()) in FLOAT_MODES:
+        elif (mode := _shared_mode(producers, table)) is not None:
             table[names[0]] = mode
     for op in reversed(undecided):  # a chain of them: its last op's users decide first
-        modes = set()
-        for result in op.results:
-            for use in result.uses:
-                found = [table[n] for n in tensor_names(use.operation) if n in table]
-                modes.add(found[0] if found else None)
-        if len(modes) == 1 and (mode := modes.pop()) in FLOAT_MODES:
+        if (mode := _shared_mode([use.operation for r in op.results for use in r.uses], table)) is not None:
             table[tensor_names(op)[0]] = mode
+
+
+def _shared_mode(ops: Sequence[Operation], table: dict[str, str]) -> str | None:
+    """The float mode the quantize table gives every op of `ops` (by its first named tensor),
+    None when they do not all have one and the same."""
+    modes = set()
+    for op in ops:
+        found = [table[n] for n in tensor_names(op) if n in table]
+        modes.add(found[0] if found else None)
+    mode = modes.pop() if len(modes) == 1 else None
+    return mode if mode in FLOAT_MODES else None
 
 
 def _set_round_mode(module: ModuleOp, mode: str) -> None:
