@@ -122,22 +122,20 @@ def spawned_pool(jobs: int, initializer: Callable[..., None], initargs: tuple) -
     executor = ProcessPoolExecutor(
         jobs, mp_context=multiprocessing.get_context("spawn"), initializer=initializer, initargs=initargs
     )
+    stopped = False
     try:
         yield executor
     except BaseException:
-        # Stopped (Ctrl-C, SIGTERM, an error): the running tasks' results are not wanted, and
-        # a task can run for minutes (a whole model over every sample). Its workers end now,
-        # and a second Ctrl-C cannot break the shutdown half way (which left a worker waiting
-        # for work and this process waiting for it, for ever).
-        with signals_deferred(deliver=False):
-            for process in list((getattr(executor, "_processes", None) or {}).values()):
-                process.terminate()
-            executor.shutdown(wait=True, cancel_futures=True)
+        stopped = True
         raise
-    else:
-        with signals_deferred():
-            executor.shutdown(wait=True, cancel_futures=True)
     finally:
+        # A second Ctrl-C cannot break the shutdown half way (that left a worker waiting for
+        # work and this process waiting for it, for ever); once stopping, it is dropped.
+        with signals_deferred(deliver=not stopped):
+            if stopped:  # Ctrl-C, SIGTERM, an error: the running tasks (minutes each) are not wanted
+                for process in list((getattr(executor, "_processes", None) or {}).values()):
+                    process.terminate()
+            executor.shutdown(wait=True, cancel_futures=True)
         for variable, value in saved.items():
             if value is None:
                 os.environ.pop(variable, None)
