@@ -127,6 +127,8 @@ def test_deploy_fails_below_tolerance_naming_the_first_tensor(tmp_path):
     assert r.returncode == 1, r.stdout + r.stderr
     assert "below tolerance, first: relu" in r.stdout
     (hint,) = [line for line in r.stdout.splitlines() if line.startswith("hint: ")]
-    assert (f"tpu-xdsl search-qtable {tmp_path / 'm.mlir'} --mode BF16 --dataset DIR --input-num 24 "
+    # The search aims at the tolerance's cosine: at its default, 0.99, it would float nothing in this model.
+    assert (f"tpu-xdsl search-qtable {tmp_path / 'm.mlir'} --mode BF16 --target-cosine 0.9999999 --dataset DIR "
+            "--input-num 24 "
             f"--hardest-of 100 --chip bm1684x -o {tmp_path / 'm_qtable'} (DIR: samples like --test-input, the "
             "search runs on the 24 of the first 100 where BF16 does worst)") in hint, hint

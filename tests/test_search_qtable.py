@@ -668,6 +668,8 @@ def test_a_deploy_that_misses_names_the_search_that_fixes_it(prepared):
     assert done.returncode == 1, done.stdout + done.stderr
     (hint,) = [line for line in done.stdout.splitlines() if line.startswith("hint: ")]
     assert f"with the ops of --quantize-table {qtable} in float" in hint, hint
+    # ... and aims at that tolerance: the default target, 0.99, is what the table given already meets.
+    assert "--target-cosine 0.9999999 " in hint, hint
     assert hint.endswith(f"-o {folder / 'hint_qtable_more'}"), hint
 
 

@@ -307,7 +307,7 @@ def deploy(args: argparse.Namespace) -> int:
     ok, summary = summarize(rows, tolerance)
     print(summary)
     if not ok and mode != "F32":
-        print(_search_hint(args, mode, chip.name))
+        print(_search_hint(args, mode, chip.name, tolerance.cosine))
     if model is not None:
         ok = _check_device(model, feeds, tpu_tensors) and ok
     if tosa_text is not None:
@@ -319,9 +319,12 @@ def deploy(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
-def _search_hint(args: argparse.Namespace, mode: str, chip: str) -> str:
+def _search_hint(args: argparse.Namespace, mode: str, chip: str, cosine: float) -> str:
     """The `search-qtable` command, on the user's own files, that finds the ops a mode below
-    F32 loses the tolerance in and keeps the fewest of them in a more precise mode."""
+    F32 loses the tolerance in and keeps the fewest of them in a more precise mode; it aims
+    at the tolerance's `cosine` where that is stricter than its default target."""
+    from tpu_xdsl.tools.search_qtable import DEFAULT_TARGET_COSINE
+
     model = Path(args.model)
     qtable = str(model.with_name(f"{model.stem}_qtable"))
     if args.quantize_table and Path(args.quantize_table).resolve() == Path(qtable).resolve():
@@ -333,6 +336,8 @@ def _search_hint(args: argparse.Namespace, mode: str, chip: str) -> str:
         flags += ["--calibration-table", args.calibration_table]
     if args.asymmetric:
         flags.append("--asymmetric")
+    if cosine > DEFAULT_TARGET_COSINE:  # the default would be met by a model this deploy found below tolerance
+        flags += ["--target-cosine", str(cosine)]
     command = " ".join(["tpu-xdsl search-qtable", *map(shlex.quote, flags),
                         "--dataset DIR --input-num 24 --hardest-of 100 --chip", chip, "-o", shlex.quote(qtable)])
     if args.quantize_table:

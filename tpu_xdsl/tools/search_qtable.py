@@ -40,6 +40,7 @@ class SearchUsageError(TpuXdslError):
 DEFAULT_FLOAT_MODES = ("F16", "BF16", "F32")  # TPU-MLIR's "auto": the chip's fast float mode
 PRECISION = ("INT8", "BF16", "F16", "F32")  # least to most precise
 DEFAULT_CONFIDENCE = 0.95  # qtable_search.DEFAULT_CONFIDENCE, without importing xDSL to build the parser
+DEFAULT_TARGET_COSINE = 0.99
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -60,7 +61,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="then run the table on the next M samples, which the search did not see, and report "
                         "their mean cosine (default 0: no check)")
     s.add_argument("--chip", default="bm1684x", help="the chip (default bm1684x)")
-    s.add_argument("--target-cosine", type=float, default=0.99,
+    s.add_argument("--target-cosine", type=float, default=DEFAULT_TARGET_COSINE,
                    help="final-output cosine against TOP (F32) to reach, by the lower --confidence bound of its "
                         "mean over the samples (default 0.99)")
     s.add_argument("--confidence", type=float, default=DEFAULT_CONFIDENCE,
