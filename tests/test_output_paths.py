@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -321,6 +322,35 @@ def test_an_output_set_renames_only_when_complete(tmp_path):
         assert [p.name for p in outer.finals] == ["a", "c"]
     assert {p.name: p.read_text() for p in tmp_path.iterdir()} == {"a": "new a", "work": "w", "c": "c"}
     assert oct((tmp_path / "c").stat().st_mode & 0o777) == oct(0o666 & ~_umask())
+
+
+def test_a_signal_another_thread_takes_waits_for_the_renames(tmp_path, monkeypatch):
+    """Ctrl-C between two renames of a set's final step is held until both are in place,
+    also when the OS hands it to a thread other than the main one (a progress bar's monitor,
+    a pool's manager): Python runs the handler in the main thread whichever thread took it,
+    so masking the signal in the main thread alone would not hold it."""
+    release = threading.Event()
+    other = threading.Thread(target=release.wait, daemon=True)
+    other.start()
+    renamed: list[str] = []
+    real_replace = os.replace
+
+    def replace(source, destination):
+        if renamed:  # the second rename: Ctrl-C, taken by the other thread
+            signal.pthread_kill(other.ident, signal.SIGINT)
+            time.sleep(0.05)  # the main thread passes many points where Python runs handlers
+        real_replace(source, destination)
+        renamed.append(Path(destination).name)
+
+    monkeypatch.setattr(files.os, "replace", replace)
+    try:
+        with pytest.raises(KeyboardInterrupt), OutputSet():
+            write_atomic(tmp_path / "a", lambda f: f.write("new a"))
+            write_atomic(tmp_path / "b", lambda f: f.write("new b"))
+    finally:
+        release.set()
+    assert renamed == ["a", "b"]
+    assert {p.name: p.read_text() for p in tmp_path.iterdir()} == {"a": "new a", "b": "new b"}
 
 
 def _umask() -> int:

@@ -88,39 +88,27 @@ def _raise_terminated(signum, frame) -> None:
 
 
 @contextlib.contextmanager
-def _signals_blocked() -> Iterator[None]:
-    """SIGINT and SIGTERM held back (delivered on exit): renames and clean-up run whole."""
-    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
-        yield
-        return
-    held = {signal.SIGINT, signal.SIGTERM}
-    before = signal.pthread_sigmask(signal.SIG_BLOCK, held)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, before)
-
-
-@contextlib.contextmanager
-def signals_deferred(deliver: bool = True) -> Iterator[None]:
-    """SIGINT and SIGTERM that arrive inside the block wait until it ends (clean-up that
-    must run whole, such as stopping worker processes), then are raised once each, or,
+def signals_deferred(deliver: bool = True) -> Iterator[dict[signal.Signals, Any]]:
+    """SIGINT and SIGTERM that arrive inside the block wait until it ends (work that must run
+    whole: renames, clean-up, stopping worker processes), then are raised once each, or,
     with `deliver` False (the command is stopping already), dropped. Their Python handlers
     are swapped, not the signal mask: the OS may hand a signal to any thread that does not
-    block it, such as a process pool's manager thread."""
+    block it (a process pool's manager thread, a progress bar's monitor), and Python runs
+    the handler in the main thread whichever thread took it. Yields the handlers to put
+    back, by signal number, before the held signals are raised; the block may change them."""
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield {}
         return
     arrived: list[int] = []
 
     def remember(signum, frame) -> None:
         arrived.append(signum)
 
-    previous = {s: signal.signal(s, remember) for s in (signal.SIGINT, signal.SIGTERM)}
+    restore: dict[signal.Signals, Any] = {s: signal.signal(s, remember) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        yield
+        yield restore
     finally:
-        for number, handler in previous.items():
+        for number, handler in restore.items():
             signal.signal(number, handler)
         if deliver:
             for number in dict.fromkeys(arrived):
@@ -150,9 +138,9 @@ class OutputSet:
         return self
 
     def __exit__(self, kind, value, traceback) -> None:
-        # A signal arriving now waits until the files are all in place or all removed; after
-        # the old SIGTERM handler is back (by default, SIGTERM then ends the process).
-        with _signals_blocked():
+        # A signal arriving now waits until the files are all in place or all removed, and is
+        # raised after the old SIGTERM handler is back (by default, SIGTERM then ends the process).
+        with signals_deferred() as restore:
             try:
                 if kind is None:
                     self.commit()
@@ -162,7 +150,7 @@ class OutputSet:
                 if self in _OPEN:
                     _OPEN.remove(self)
                 if self._handler_installed:
-                    signal.signal(signal.SIGTERM, self._previous_handler)
+                    restore[signal.SIGTERM] = self._previous_handler
                     self._handler_installed = False
 
     def path(self, final: str | Path) -> Path:
@@ -178,7 +166,7 @@ class OutputSet:
             earlier.unlink(missing_ok=True)
         else:
             remove_stale_temporaries(final)
-        with _signals_blocked():  # a temporary made is a temporary recorded (and so removed)
+        with signals_deferred():  # a temporary made is a temporary recorded (and so removed)
             while True:
                 temporary = final.parent / f"{temp_prefix(final)}{os.getpid()}-{secrets.token_hex(4)}"
                 try:
