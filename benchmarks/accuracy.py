@@ -34,8 +34,9 @@ An INT8 mode followed by " +we", " +bc", " +search-threshold" (any of them, e.g.
 with those flags (--bc and --search-threshold for the mode's scheme), to measure each
 with and without.
 " +qtable" adds the quantize table `tpu-xdsl search-qtable` finds on the first --search
-calibration samples: for INT8 a mean cosine of 0.99 with F16 float ops, for BF16 0.999 with
-F32 ones ("BF16 +qtable"); its search time is a column. " +qtable +hardest" searches on the
+calibration samples: for INT8 a mean cosine of 0.99 with F16 float ops (met by the lower 95 %
+bound of the mean), for BF16 0.999 with F32 ones ("BF16 +qtable"; by the lower 99 % bound);
+its search time is a column. " +qtable +hardest" searches on the
 --search calibration samples, of all --cal, where every op in the mode does worst
 (`search-qtable --hardest-of`); its search time includes ranking them. " +share" (with +qtable)
 keeps three quarters of the conv/matmul ops in INT8 and compares the plain mean with the target
@@ -81,9 +82,11 @@ SEARCHED = ("qtable", "hardest", "share")
 # mean over its samples with the target (--confidence 0.5, as TPU-MLIR does): on the hardest samples the mean is
 # the cautious estimate already, and the 95 % bound of a table within the share is out of reach on some models.
 SHARE = 0.75
-# search-qtable's target and float mode for a mode's " +qtable": INT8 searches for its target in F16, BF16 for
-# its own in F32.
-SEARCH = {"INT8": (0.99, "F16"), "BF16": (0.999, "F32"), "F16": (0.999, "F32")}
+# search-qtable's target, float mode and --confidence for a mode's " +qtable": INT8 searches for its target in
+# F16 by the lower 95 % bound, BF16 for its own in F32 by the lower 99 % bound. 0.999 leaves a tenth of INT8's
+# gap to 1, and tables met by the 95 % bound of the 24 hardest samples fell short of it on held-out samples
+# (ppocr_rec: 0.99876); by the 99 % bound every zoo model meets it (docs/quantization.md).
+SEARCH = {"INT8": (0.99, "F16", 0.95), "BF16": (0.999, "F32", 0.99), "F16": (0.999, "F32", 0.99)}
 RECOVERY_MODES = ["INT8 sym per-tensor +we", "INT8 sym per-tensor +bc", "INT8 sym per-tensor +search-threshold",
                   "INT8 sym +qtable", "INT8 sym +qtable +hardest", "INT8 sym +qtable +hardest +share", "BF16 +qtable",
                   "BF16 +qtable +hardest"]
@@ -153,7 +156,6 @@ def searched_qtable(mlir: Path, table, cal: Path, count: int, mode: str, jobs: i
     table meets the target, the one that comes closest (every op the share allows in float)."""
     from tpu_xdsl.calibration.dataset import Dataset
     from tpu_xdsl.calibration.qtable_search import (
-        DEFAULT_CONFIDENCE,
         TargetNotMet,
         hardest_samples,
         search_qtable,
@@ -161,7 +163,7 @@ def searched_qtable(mlir: Path, table, cal: Path, count: int, mode: str, jobs: i
     from tpu_xdsl.calibration.table import write_table
     from tpu_xdsl.workers import default_jobs
 
-    target, float_mode = SEARCH[mode]
+    target, float_mode, confidence = SEARCH[mode]
     table_path = None
     if mode == "INT8":
         table_path = mlir.with_name(f"{mlir.stem}_search_cali_table")
@@ -179,7 +181,7 @@ def searched_qtable(mlir: Path, table, cal: Path, count: int, mode: str, jobs: i
         result = search_qtable(mlir, table_path, "bm1684x", paths, target, float_mode,
                                jobs=jobs or default_jobs(), cluster=cluster, mode=mode, sensitivity_when_met=False,
                                min_conv_share=SHARE if share else None,
-                               confidence=0.5 if share else DEFAULT_CONFIDENCE)
+                               confidence=0.5 if share else confidence)
     except TargetNotMet as e:
         closest = {c.name: float_mode for c in e.floated} if share else {}
         print(f"    search-qtable: {e}" + (f"; evaluated with those {len(closest)} ops in {float_mode}"
@@ -429,7 +431,8 @@ def main() -> int:
     print("search s: seconds search-qtable took on the first --search calibration samples, +hardest: on the --search "
           "of all --cal where the mode does worst, their ranking included; +share: at least "
           f"{SHARE:.0%} of the conv/matmul ops in INT8, on the plain mean (target, float mode: "
-          + "; ".join(f"{mode} {target}, {floats}" for mode, (target, floats) in SEARCH.items()) + ")")
+          + "; ".join(f"{mode} {target}, {floats}, --confidence {confidence}"
+                      for mode, (target, floats, confidence) in SEARCH.items()) + ")")
     return 1 if failed else 0
 
 
