@@ -14,6 +14,16 @@ def internal_error_line(tool: str, error: BaseException) -> str:
     )
 
 
+def traceback_if(debug: bool) -> None:
+    """With --debug, the traceback of the exception being handled, on stderr; the command
+    then prints its one line and exits with the same code as without --debug (2, 3), so
+    that a script cannot take a crash for a comparison below tolerance (1)."""
+    if debug:
+        import traceback
+
+        traceback.print_exc()
+
+
 def interrupted(tool: str, error: KeyboardInterrupt) -> int:
     """Print the line for Ctrl-C or SIGTERM (`files.Terminated`) and return the exit code a
     shell gives a process the signal ends: 128 + its number (130, 143)."""

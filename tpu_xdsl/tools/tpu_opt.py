@@ -20,7 +20,7 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from tpu_xdsl.errors import EXIT_INTERNAL, TpuXdslError, internal_error_line, interrupted
+from tpu_xdsl.errors import EXIT_INTERNAL, TpuXdslError, internal_error_line, interrupted, traceback_if
 from tpu_xdsl.files import write_atomic
 from tpu_xdsl.ir_io import check_definitions, check_inputs
 from tpu_xdsl.universe import TPU_XDSL_UNIVERSE, register_project_dialects
@@ -162,30 +162,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         TpuOptMain(description="TPU-MLIR-style optimizer driver on xDSL", args=argv).run()
     except ParseError as e:
-        if debug:
-            raise
+        traceback_if(debug)
         print(f"tpu-opt: error: {e}", file=sys.stderr)
         return 2
     except DiagnosticException as e:
-        if debug:
-            raise
+        traceback_if(debug)
         print(f"tpu-opt: error: {_one_line(str(e))}", file=sys.stderr)
         return 2
     except (TpuXdslError, OSError) as e:
-        if debug:
-            raise
+        traceback_if(debug)
         print(f"tpu-opt: error: {e}", file=sys.stderr)
         return 2
     except ModuleNotFoundError as e:  # a target (-t llvm) whose package is not installed
-        if debug:
-            raise
+        traceback_if(debug)
         print(f"tpu-opt: error: {e}: the chosen target needs it; install it or pick another -t", file=sys.stderr)
         return 2
     except KeyboardInterrupt as e:
         return interrupted("tpu-opt", e)
-    except Exception as e:
-        if debug:
-            raise
+    except Exception as e:  # noqa: BLE001 - the last resort: a fault of tpu-xdsl, one line and exit 3
+        traceback_if(debug)
         print(internal_error_line("tpu-opt", e), file=sys.stderr)
         return EXIT_INTERNAL
     return 0

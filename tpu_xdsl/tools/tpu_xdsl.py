@@ -13,7 +13,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from tpu_xdsl.errors import EXIT_INTERNAL, TpuXdslError, internal_error_line, interrupted
+from tpu_xdsl.errors import EXIT_INTERNAL, TpuXdslError, internal_error_line, interrupted, traceback_if
 
 
 def _info(args: argparse.Namespace) -> int:
@@ -115,8 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         set_max_tensor_bytes(parse_size(args.max_tensor_bytes) if args.max_tensor_bytes else None)
         return args.func(args)
     except TpuXdslError as e:
-        if args.debug:
-            raise
+        traceback_if(args.debug)
         print(f"tpu-xdsl: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as e:
@@ -124,9 +123,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # the reader of our output went away (| head): not an error
         sys.stderr.close()
         return 0
-    except Exception as e:
-        if args.debug:
-            raise
+    except Exception as e:  # noqa: BLE001 - the last resort: a fault of tpu-xdsl, one line and exit 3
+        traceback_if(args.debug)
         print(internal_error_line(f"tpu-xdsl {args.command}", e), file=sys.stderr)
         return EXIT_INTERNAL
 

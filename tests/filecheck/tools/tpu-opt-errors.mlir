@@ -1,8 +1,9 @@
 // tpu-opt reports invalid input in one line naming op, field and value, exits
-// with code 2 and prints no Python traceback.
+// with code 2 and prints no Python traceback (--debug: the traceback, and the same code).
 // RUN: not tpu-opt %s 2>&1 | filecheck %s
 // RUN: sh -c 'tpu-opt %s 2>/dev/null; test $? -eq 2'
 // RUN: not tpu-opt %s --debug 2>&1 | filecheck %s --check-prefix=DEBUG
+// RUN: sh -c 'tpu-opt %s --debug 2>/dev/null; test $? -eq 2'
 
 func.func @main(%arg0: tensor<1x3x8x8xf32>) -> tensor<1x4x8x8xf32> {
   %0 = "top.input"(%arg0) : (tensor<1x3x8x8xf32>) -> tensor<1x3x8x8xf32>
