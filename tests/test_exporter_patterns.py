@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import onnxruntime as ort
+import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from tests.test_cli_transform import tpu_xdsl
@@ -79,3 +80,10 @@ def test_overflow_is_a_failed_comparison_not_a_crash():
     assert not row.passes(Tolerance(0.0, -1.0))
     same = compare_tensors("t", np.array([np.inf, 1.0]), np.array([np.inf, 1.0]))
     assert same.problem is None and same.cosine == 1.0
+    # An attention mask's -inf in the same places, the finite values close but not equal: compared on
+    # the finite values (by hand: cosine of [1, 2] and [1, 2.001]).
+    masked = compare_tensors("t", np.array([1.0, -np.inf, 2.0]), np.array([1.0, -np.inf, 2.001]))
+    assert masked.problem is None and masked.passes(Tolerance(0.99, 0.99))
+    assert masked.cosine == pytest.approx((1 + 2 * 2.001) / (np.sqrt(5) * np.hypot(1, 2.001)), rel=1e-12)
+    for other in ([1.0, np.inf, 2.0], [-np.inf, 1.0, 2.0], [1.0, np.nan, 2.0]):  # another sign, place, or a NaN
+        assert compare_tensors("t", np.array([1.0, -np.inf, 2.0]), np.array(other)).problem is not None
