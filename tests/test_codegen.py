@@ -131,6 +131,18 @@ GRAPHS = {
         [node("ConvTranspose", ["x", "w", "b"], ["y"], kernel_shape=[4, 4], strides=[2, 2], pads=[1, 1, 1, 1])],
         [("x", [1, 8, 96, 96])], "y", [weight("w", [8, 4, 4, 4]), weight("b", [4], 0.1)],
     ),
+    # grouped: filter [C, OC / group, ...], not cut along channels (the filter box once took the
+    # output channels' box, twice the filter's width: a program that read past it)
+    "deconv_grouped": model_of(
+        [node("ConvTranspose", ["x", "w", "b"], ["y"], kernel_shape=[4, 4], strides=[2, 2], pads=[1, 1, 1, 1],
+              group=2)],
+        [("x", [1, 8, 32, 32])], "y", [weight("w", [8, 3, 4, 4]), weight("b", [6], 0.1)],
+    ),
+    "deconv_depthwise": model_of(
+        [node("ConvTranspose", ["x", "w"], ["y"], kernel_shape=[4, 4], strides=[2, 2], pads=[1, 1, 1, 1],
+              group=8)],
+        [("x", [1, 8, 32, 32])], "y", [weight("w", [8, 1, 4, 4])],
+    ),
     "matmul_weight": model_of(
         [node("MatMul", ["x", "w"], ["m"]), node("Add", ["m", "b"], ["y"])],
         [("x", [8, 128, 1024])], "y", [weight("w", [1024, 256], 0.05), weight("b", [256], 0.1)],

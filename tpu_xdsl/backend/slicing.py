@@ -294,11 +294,12 @@ def _deconv(op: OpShape, out_box: Box) -> SlicePlan:
         attrs["pads"] = pads
         attrs["output_padding"] = [max(0, begin + on - full), out_pad[1]]
     boxes: list[Box | None] = [tuple(in_box)]
-    for index, shape in enumerate(op.operands[1:], start=1):  # filter [C, OC, ...], bias [OC]
+    grouped = int(attrs.get("group", 1)) != 1  # not cut along channels (`_axes`)
+    for index, shape in enumerate(op.operands[1:], start=1):  # filter [C, OC / group, ...], bias [OC]
         if shape is None:
             boxes.append(None)
         elif index == 1:
-            boxes.append(((0, shape[0]), (c0, cn), *whole(shape[2:])))
+            boxes.append(whole(shape) if grouped else ((0, shape[0]), (c0, cn), *whole(shape[2:])))
         else:
             boxes.append(((c0, cn),))
     return SlicePlan([out_box], boxes, _channel_attrs(attrs, op.kind, out[1], (c0, cn)))
