@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+import onnxruntime
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 from xdsl.interpreter import Interpreter
@@ -506,3 +507,29 @@ def test_a_chain_of_one_tensor_functions_is_one_table(tmp_path):
     assert np.abs(table - expected).max() <= 1  # f32 evaluation may land across a rounding edge
     assert np.mean(table == expected) > 0.98
     end_to_end(top, tpu, feeds, min_cosine=0.99)
+
+
+@pytest.mark.parametrize("mask_value", [-1e4, -np.inf, float(np.finfo(np.float32).min)])
+def test_an_attention_mask_add_runs_in_float_instead_of_losing_the_scores(mask_value, tmp_path):
+    """softmax(q k^T + mask) v with a causal mask as exporters write it (a hand-written -1e4;
+    TorchScript's -inf; the dynamo exporter's -FLT_MAX): the sum's INT8 scale is set by the
+    mask, one step of it is larger than every score, so in INT8 the scores round to zero (the
+    softmax sees the mask alone) or, for -inf, no scale exists at all. The add runs in float,
+    said with the reason, and the output stays close to onnxruntime's."""
+    t, d = 8, 16
+    mask = np.triu(np.full((t, t), mask_value, np.float32), 1)
+    model = model_of(
+        [helper.make_node("MatMul", ["q", "wk"], ["k"]), helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 1]),
+         helper.make_node("MatMul", ["q", "kt"], ["scores"]), helper.make_node("Add", ["scores", "mask"], ["masked"]),
+         helper.make_node("Softmax", ["masked"], ["p"], axis=-1), helper.make_node("MatMul", ["p", "q"], ["y"])],
+        [("q", [1, t, d])], "y", [init("wk", np.random.default_rng(3).standard_normal((d, d)) * 0.3),
+                                  init("mask", mask)],
+    )
+    _, tpu, feeds, fallbacks = lowered(model, tmp_path)
+    (add,) = [f for f in fallbacks if f.op == "top.add"]
+    reason = "holds infinities or NaNs" if np.isinf(mask_value) else "is below one step of the sum's INT8 codes"
+    assert add.name == "masked" and reason in add.reason, add
+    session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    (expected,) = session.run(None, feeds)
+    actual = real_values(tpu, ModuleRunner(tpu, weights_of(tpu)).run(feeds))["y"]
+    assert compare_tensors("y", expected, actual).cosine >= 0.99

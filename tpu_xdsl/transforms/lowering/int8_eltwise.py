@@ -26,7 +26,7 @@ from xdsl.rewriter import Rewriter
 
 from tpu_xdsl.dialects import op_class
 from tpu_xdsl.dialects.attr_values import from_py, op_attrs
-from tpu_xdsl.dialects.quant_types import quantized_type
+from tpu_xdsl.dialects.quant_types import calibration_of, is_quantized, quantized_type
 from tpu_xdsl.kernels import ResultSpec, load_all, op_kinds
 from tpu_xdsl.kernels.quant import (
     ChannelQParams,
@@ -188,6 +188,10 @@ class EltwiseInt8(Int8Pattern):
 
     def lower(self, op: Operation) -> Operation | None:
         out = op.results[0]
+        problem = self._unquantizable(op)
+        if problem is not None:
+            self.ctx.decline(op, problem)
+            return None
         # Constants are quantized per tensor, so only the tensors' ranks matter.
         tensors = [v for v in op.operands if self.ctx.weight_array(v) is None]
         axis = self.ctx.preferred_axis(op, *tensors)
@@ -208,6 +212,36 @@ class EltwiseInt8(Int8Pattern):
         if per_channel and axis != 1:
             extra["channel_axis"] = axis
         return build_tpu(op, operands, [self.ctx.result_type(op, so)], extra)
+
+    def _unquantizable(self, op: Operation) -> str | None:
+        """Why the op cannot be INT8 without losing an operand (None: it can): a constant
+        holding infinities or NaNs, which no code stands for (an attention mask's -inf); or,
+        in a sum, an operand whose largest value is below one step of the output's codes, as
+        attention scores next to a mask of -1e4 or -FLT_MAX: the sum's scale is set by the
+        mask, and the scores would round to zero (the softmax would see the mask alone)."""
+        largest: list[tuple[SSAValue, float]] = []
+        for value in op.operands:
+            constant = self.ctx.weight_array(value)
+            if constant is not None and not np.isfinite(constant).all():
+                return f"its constant '{value_name(value)}' holds infinities or NaNs, which no INT8 code stands for"
+            calibration = calibration_of(value.type) if constant is None else None
+            if constant is not None and constant.size:
+                largest.append((value, float(np.abs(constant).max())))
+            elif calibration is not None:
+                largest.append((value, float(calibration.threshold)))
+            elif constant is None and is_quantized(value.type):  # its producer is lowered already
+                q = self.ctx.qparams(value)
+                scales = q.scales if isinstance(q, ChannelQParams) else np.asarray([q.scale])
+                largest.append((value, float(scales.max()) * 127))
+        calibration = calibration_of(op.results[0].type)
+        if op.name == "top.mul" or calibration is None:
+            return None
+        step = float(calibration.threshold) / 127  # int8's largest code (a uint8 sum has twice the codes)
+        for value, top in largest:
+            if 0 < top < step:
+                return (f"its operand '{value_name(value)}' (up to {top:.3g}) is below one step of the sum's INT8 "
+                        f"codes ({step:.3g}, set by the other operand): it would be lost")
+        return None
 
     def operand(self, value: SSAValue, op: Operation, channels: bool, axis: int) -> SSAValue:
         constant = self.ctx.weight_array(value)
