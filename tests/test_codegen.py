@@ -143,6 +143,14 @@ GRAPHS = {
               group=8)],
         [("x", [1, 8, 32, 32])], "y", [weight("w", [8, 1, 4, 4])],
     ),
+    # constant int64 indices (torch's index_select and gather on a buffer), stored as int32
+    "gather_constant_indices": model_of(
+        [node("Gather", ["x", "idx"], ["g"], axis=1), node("GatherElements", ["x", "gidx"], ["e"], axis=2),
+         node("ReduceSum", ["e", "axes"], ["s"], keepdims=1), node("Add", ["g", "s"], ["y"])],
+        [("x", [1, 8, 32])], "y",
+        [ints("idx", [5, 0, 7, -6, 2]), ints("gidx", np.random.default_rng(5).integers(0, 32, (1, 8, 32))),
+         ints("axes", [1])],
+    ),
     "matmul_weight": model_of(
         [node("MatMul", ["x", "w"], ["m"]), node("Add", ["m", "b"], ["y"])],
         [("x", [8, 128, 1024])], "y", [weight("w", [1024, 256], 0.05), weight("b", [256], 0.1)],
