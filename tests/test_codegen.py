@@ -27,7 +27,7 @@ from tpu_xdsl.device.runtime import run_model
 from tpu_xdsl.dialects.module import input_names, main_func, tensor_names
 from tpu_xdsl.frontend.onnx_importer import import_onnx
 from tpu_xdsl.interp.compare import compare_tensors
-from tpu_xdsl.interp.runner import ModuleRunner, TensorCapture
+from tpu_xdsl.interp.runner import ModuleRunner, TensorCapture, real_values
 from tpu_xdsl.transforms.lower_top_to_tpu import lower_top_to_tpu
 from tpu_xdsl.transforms.pipelines import canonicalize
 from tpu_xdsl.transforms.tpu_assign_memory import assign_memory
@@ -151,6 +151,17 @@ GRAPHS = {
         [ints("idx", [5, 0, 7, -6, 2]), ints("gidx", np.random.default_rng(5).integers(0, 32, (1, 8, 32))),
          ints("axes", [1])],
     ),
+    # masks (bool, held as int8 0 and 1) and indices (int64, held as int32) between float ops
+    "masks_and_indices": model_of(
+        [node("Greater", ["x", "half"], ["m"]), node("Where", ["m", "x", "zero"], ["w"]),
+         node("Less", ["x", "minus"], ["l"]), node("Not", ["l"], ["nl"]), node("Cast", ["nl"], ["f"], to=1),
+         node("Mul", ["x", "f"], ["xf"]), node("Add", ["w", "xf"], ["y"]),
+         node("ArgMax", ["y"], ["a"], axis=2, keepdims=0),
+         node("TopK", ["y", "k"], ["values", "indices"], axis=-1)],
+        [("x", [1, 8, 32])], ["y", "a", "values", "indices"],
+        [init("half", np.float32(0.5)), init("zero", np.float32(0.0)), init("minus", np.float32(-1.0)),
+         ints("k", [3])],
+    ),
     "matmul_weight": model_of(
         [node("MatMul", ["x", "w"], ["m"]), node("Add", ["m", "b"], ["y"])],
         [("x", [8, 128, 1024])], "y", [weight("w", [1024, 256], 0.05), weight("b", [256], 0.1)],
@@ -263,3 +274,26 @@ def test_a_softmax_longer_than_a_lane_is_cut_along_its_axis(op, mode, chip, shap
     assert np.max(np.abs(got - expected) / np.maximum(np.abs(expected), 1e-30)) <= 4 * ulp
     probabilities = got if op == "Softmax" else np.exp(got)
     np.testing.assert_allclose(probabilities.sum(axis=-1), 1.0, rtol=1e-2 if mode == "BF16" else 1e-5)
+
+
+@pytest.mark.parametrize("scheme", ["F32", "INT8"])
+def test_masks_and_indices_equal_onnxruntime(scheme, tmp_path):
+    """A mask (Greater, Where, Not, Cast) and indices (ArgMax, TopK) as a TPU module holds them,
+    int8 0/1 and int32: the indices onnxruntime gives, exactly, also where INT8 data feeds
+    them (the integer ops run in float, said as fallbacks)."""
+    import onnxruntime
+
+    model = GRAPHS["masks_and_indices"]
+    tpu, feeds = lower(model, scheme, "bm1684x", tmp_path)
+    names = ["y", "a", "values", "indices"]
+    expected = dict(zip(names, onnxruntime.InferenceSession(model.SerializeToString(),
+                                                            providers=["CPUExecutionProvider"]).run(names, feeds)))
+    actual = real_values(tpu, ModuleRunner(tpu, weights_of(tpu)).run(feeds))
+    assert actual["a"].dtype == actual["indices"].dtype == np.int32
+    if scheme == "F32":
+        for name in names:
+            np.testing.assert_array_equal(actual[name], expected[name])
+    else:
+        assert compare_tensors("y", expected["y"], actual["y"]).cosine >= 0.99
+        # INT8 rounding may swap near-equal values; the largest, well apart, stay
+        assert np.mean(actual["a"] == expected["a"]) >= 0.75

@@ -164,10 +164,11 @@ def init(name: str, array: np.ndarray) -> onnx.TensorProto:
     return numpy_helper.from_array(np.asarray(array, np.float32), name)
 
 
-def model_of(nodes, inputs, output: str, inits, opset: int = 17) -> onnx.ModelProto:
+def model_of(nodes, inputs, output: str | list[str], inits, opset: int = 17) -> onnx.ModelProto:
+    outputs = [output] if isinstance(output, str) else output
     graph = helper.make_graph(
         nodes, "g", [helper.make_tensor_value_info(n, F, s) for n, s in inputs],
-        [onnx.ValueInfoProto(name=output)], initializer=inits,
+        [onnx.ValueInfoProto(name=o) for o in outputs], initializer=inits,
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=9)
     return onnx.shape_inference.infer_shapes(model, strict_mode=True)

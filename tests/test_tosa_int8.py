@@ -491,3 +491,22 @@ def test_deploy_refuses_an_unknown_round_mode(capsys, tmp_path):
     )
     assert_fails_cleanly(capsys, (tmp_path,), ["deploy", top, "--quantize", "INT8", "--round-mode", "nearest",
                                                "-o", tmp_path / "m_int8.mlir"], "--round-mode nearest", "half_up")
+
+
+@pytest.mark.parametrize("scheme", ["F32", "INT8"])
+def test_masks_and_indices_export_as_the_interpreter_computes_them(scheme, tmp_path):
+    """A mask held as int8 0 and 1 (Where's condition: TOSA's select takes i1, cast from it)
+    and indices held as int32 (ArgMax, TopK), in F32 and next to INT8 data: IREE computes
+    what the TPU interpreter does, indices equal."""
+    from tests.test_codegen import GRAPHS, lower
+
+    tpu, feeds = lower(GRAPHS["masks_and_indices"], scheme, "bm1684x", tmp_path)
+    weights = dict(weights_of(tpu))
+    ours = ModuleRunner(tpu, weights).run(feeds)
+    theirs = _iree_run(tpu, weights, feeds)
+    assert set(ours) == set(theirs)
+    for name, value in ours.items():
+        if value.dtype.kind in "iu":
+            np.testing.assert_array_equal(theirs[name], value, err_msg=name)
+        else:
+            assert _cosine(theirs[name], value) >= 0.9999, name

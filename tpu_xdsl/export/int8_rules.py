@@ -50,6 +50,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 
+from tpu_xdsl.dialects.quant_types import is_quantized
 from tpu_xdsl.dialects.tosa_attrs import RoundingMode, RoundingModeAttr
 from tpu_xdsl.export.rules import RULES, Context, ExportError, Rule
 from tpu_xdsl.export.tosa_builder import (
@@ -159,7 +160,8 @@ def _float_only(fn: Rule, kind: str) -> Rule:
     Data movement and casts run in the storage type."""
 
     def run(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any]) -> list[Val]:
-        if any(_quantized(v) for v in (*op.operands, *op.results)):
+        # INT8 codes (a mask held as int8 0 and 1 is no code: it carries no scale)
+        if any(_quantized(v) and is_quantized(v.type) for v in (*op.operands, *op.results)):
             raise ExportError(f"{op.name} on INT8 tensors does not export to TOSA")
         low = [r for r in op.results if isinstance(r.type, TensorType) and r.type.element_type in _LOW_FLOATS]
         if not low or kind in _STORAGE_KINDS:

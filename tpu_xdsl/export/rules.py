@@ -423,6 +423,8 @@ def truth(ctx: Context, val: Val) -> Val:
         return val
     if val.const is not None:
         return Val(val.shape, BOOL, const=val.const != 0)
+    if isinstance(val.element, IntegerType):  # TOSA casts an integer to bool as nonzero (its equal takes i32 only)
+        return ctx.new(ctx.b.op("cast", [ctx.b.logical(val)], tensor_type(val.shape, BOOL)), val.shape, BOOL)
     zero = ctx.scalar(0, val.element, val.rank)
     return ctx.unary("logical_not", ctx.elementwise("equal", [val, zero], val.shape, BOOL))
 

@@ -19,6 +19,7 @@ from tpu_xdsl.export.rules import (
     result_element,
     result_shape,
     rule,
+    truth,
 )
 from tpu_xdsl.export.tosa_builder import NHWC, Val, int32, numpy_dtype, tensor_type
 
@@ -361,7 +362,8 @@ def expand(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any]
 
 @rule("where")
 def where(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any]) -> list[Val]:
-    return [ctx.elementwise("select", inputs, result_shape(op), result_element(op))]
+    cond, x, y = inputs  # a TPU op holds its mask as int8 0 and 1: select takes i1
+    return [ctx.elementwise("select", [truth(ctx, cond), x, y], result_shape(op), result_element(op))]
 
 
 @rule("fold_taps")

@@ -116,7 +116,8 @@ def compare(
     inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultSpec]
 ) -> list[np.ndarray]:
     lhs, rhs = inputs
-    return [_COMPARE[attrs["mode"]](lhs, rhs)]
+    # bool, or the int8 0 and 1 TPU ops hold a mask in
+    return [_COMPARE[attrs["mode"]](lhs, rhs).astype(results[0].dtype, copy=False)]
 
 
 _LOGICAL = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}
@@ -129,9 +130,8 @@ def logical(
     """and/or/xor of lhs and rhs, or not of lhs; a nonzero number counts as true."""
     lhs, rhs = inputs
     mode = attrs["mode"]
-    if mode == "not":
-        return [np.logical_not(lhs)]
-    return [_LOGICAL[mode](lhs, rhs)]
+    result = np.logical_not(lhs) if mode == "not" else _LOGICAL[mode](lhs, rhs)
+    return [result.astype(results[0].dtype, copy=False)]
 
 
 @kernel("where")

@@ -451,6 +451,25 @@ class LoweringContext:
         return self._float_weights[key]
 
 
+    def held_weight(self, value: SSAValue, dtype: np.dtype) -> SSAValue:
+        """An integer `top.weight` operand in the type TPU ops hold it in (`float_ops.HELD_AS`:
+        a mask's bool as int8, int64 as int32; a new, converted weight)."""
+        owner = value.owner
+        assert isinstance(owner, Operation)
+        name = weight_name(owner)
+        key = (name, str(dtype))
+        if key not in self._float_weights:
+            array = np.asarray(weights_of(self.module)[name])
+            info = np.iinfo(dtype)
+            if array.size and (array.min() < info.min or array.max() > info.max):
+                raise LoweringError(f"constant '{name}' holds values beyond {dtype}, the type TPU ops hold "
+                                    f"{array.dtype} in; keep the op that reads it out of the model")
+            self._float_weights[key] = create_weight(
+                self.module, f"{name}_{dtype}", array.astype(dtype), insert_before=owner.next_op or owner
+            )
+        return self._float_weights[key]
+
+
 def _no_encoding() -> Attribute:
     from xdsl.dialects.builtin import NoneAttr
 
