@@ -87,3 +87,42 @@ def test_overflow_is_a_failed_comparison_not_a_crash():
     assert masked.cosine == pytest.approx((1 + 2 * 2.001) / (np.sqrt(5) * np.hypot(1, 2.001)), rel=1e-12)
     for other in ([1.0, np.inf, 2.0], [-np.inf, 1.0, 2.0], [1.0, np.nan, 2.0]):  # another sign, place, or a NaN
         assert compare_tensors("t", np.array([1.0, -np.inf, 2.0]), np.array(other)).problem is not None
+
+
+def test_int64_token_ids_and_a_bool_mask_reach_the_device(tmp_path):
+    """Token ids (int64) into an embedding, and a bool padding mask, as torch exports a text
+    model's inputs: the TPU holds them as int32 and int8, a run takes the int64 and bool data
+    the ONNX model takes (the device's output equals onnxruntime's), and ids beyond int32 are
+    a one-line error that writes nothing."""
+    rng = np.random.default_rng(1)
+    graph = helper.make_graph(
+        [helper.make_node("Gather", ["embed", "ids"], ["e"], axis=0),
+         helper.make_node("Where", ["keep", "e", "zero"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("ids", TensorProto.INT64, [1, 7]),
+         helper.make_tensor_value_info("keep", TensorProto.BOOL, [1, 7, 1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 7, 16])],
+        initializer=[numpy_helper.from_array(rng.standard_normal((50, 16)).astype(np.float32), "embed"),
+                     numpy_helper.from_array(np.float32(0.0), "zero")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=9)
+    onnx.save(model, tmp_path / "m.onnx")
+    feeds = {"ids": np.array([[1, 4, 9, 49, 0, 3, 3]], np.int64),
+             "keep": np.array([[True] * 5 + [False] * 2], bool)[..., None]}
+    np.savez(tmp_path / "x.npz", **feeds)
+    assert tpu_xdsl("transform", "--model-def", str(tmp_path / "m.onnx"), "--model-name", "m", "--test-input",
+                    str(tmp_path / "x.npz"), "--test-result", str(tmp_path / "top.npz"),
+                    "-o", str(tmp_path / "m.mlir")).returncode == 0
+    r = tpu_xdsl("deploy", str(tmp_path / "m.mlir"), "--quantize", "F32", "--test-input", str(tmp_path / "x.npz"),
+                 "--test-reference", str(tmp_path / "top.npz"), "-o", str(tmp_path / "m_f32.tpumodel"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = tpu_xdsl("run", str(tmp_path / "m_f32.tpumodel"), "--input", str(tmp_path / "x.npz"),
+                 "--output", str(tmp_path / "out.npz"))
+    assert r.returncode == 0, r.stderr
+    (expected,) = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npz")["y"], expected)
+    np.savez(tmp_path / "big.npz", ids=np.array([[1, 4, 9, 2**40, 0, 3, 3]], np.int64), keep=feeds["keep"])
+    r = tpu_xdsl("run", str(tmp_path / "m_f32.tpumodel"), "--input", str(tmp_path / "big.npz"),
+                 "--output", str(tmp_path / "big_out.npz"))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "beyond int32" in r.stderr, r.stderr
+    assert not (tmp_path / "big_out.npz").exists()

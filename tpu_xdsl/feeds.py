@@ -36,11 +36,28 @@ def in_input_order(
     return [inputs[n] for n in names]
 
 
+# The ONNX input types a TPU module holds in another (lowering's `float_ops.HELD_AS`): an
+# int64 input (token ids) takes int32, a bool one (a mask) int8 0 and 1.
+_HELD = {np.dtype(np.int64): np.dtype(np.int32), np.dtype(np.bool_): np.dtype(np.int8)}
+
+
 def accepts_dtype(given: np.dtype, expected: np.dtype) -> bool:
     """Whether data of dtype `given` may feed an input of dtype `expected`: the same dtype,
-    or float32 data for any float input (an F16 or BF16 model casts it as its ONNX original
-    took float32). float64 data for a float32 input is refused, as onnxruntime refuses it."""
-    return given == expected or (given == np.float32 and expected.kind in "fV")
+    float32 data for any float input (an F16 or BF16 model casts it as its ONNX original
+    took float32), or the int64 or bool data of an input the TPU holds as int32 or int8.
+    float64 data for a float32 input is refused, as onnxruntime refuses it."""
+    return given == expected or (given == np.float32 and expected.kind in "fV") or _HELD.get(given) == expected
+
+
+def held_feed(name: str, value: np.ndarray, expected: np.dtype, error: type[Exception]) -> np.ndarray:
+    """`value` (accepted by `accepts_dtype`) as `expected`; int64 values beyond int32 are an
+    `error` naming the input rather than wrapped."""
+    if value.dtype == np.int64 and expected == np.int32 and value.size:
+        info = np.iinfo(np.int32)
+        if value.min() < info.min or value.max() > info.max:
+            raise error(f"input '{name}' holds values beyond int32, which the TPU holds int64 inputs in; "
+                        "give ids and indices that fit")
+    return value.astype(expected, copy=False)
 
 
 def read_input_file(path: str, names: list[str], image: Callable[[Path], np.ndarray | None]) -> dict:

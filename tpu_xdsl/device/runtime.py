@@ -22,7 +22,7 @@ from tpu_xdsl.device.model_file import GroupDesc, IoDesc, TensorDesc, TpuModel
 from tpu_xdsl.device.simulator import Device, Scheduled, Timeline, dma_bytes
 from tpu_xdsl.device.timing import ideal_compute_cycles
 from tpu_xdsl.errors import TpuXdslError
-from tpu_xdsl.feeds import accepts_dtype, in_input_order
+from tpu_xdsl.feeds import accepts_dtype, held_feed, in_input_order
 from tpu_xdsl.kernels.malloc import keep_freed_memory
 from tpu_xdsl.kernels.quant import ChannelQParams, QParams
 
@@ -69,7 +69,7 @@ def _arrange(model: TpuModel, inputs: Mapping[str, np.ndarray]) -> list[np.ndarr
             raise DeviceInputError(
                 f"input '{desc.name}' has dtype {value.dtype}, the model expects {dtype}; save it as {dtype}"
             )
-        arranged.append(value.astype(dtype))
+        arranged.append(held_feed(desc.name, value, dtype, DeviceInputError))
     return arranged
 
 

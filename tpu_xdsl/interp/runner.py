@@ -17,7 +17,7 @@ from tpu_xdsl.calibration.model_scales import (
 from tpu_xdsl.dialects.module import input_names, main_func, output_names, tensor_names
 from tpu_xdsl.dialects.quant_types import qparams_of
 from tpu_xdsl.errors import TpuXdslError
-from tpu_xdsl.feeds import accepts_dtype, in_input_order
+from tpu_xdsl.feeds import accepts_dtype, held_feed, in_input_order
 from tpu_xdsl.interp.plan import ExecutionPlan
 from tpu_xdsl.interp.top_interpreter import ModelRounding, TopFunctions
 from tpu_xdsl.interp.tpu_interpreter import TpuFunctions, TpuGroupFunctions
@@ -80,7 +80,7 @@ class InputSignature:
                 raise InputMismatchError(
                     f"input '{name}' has dtype {value.dtype}, the model expects {dtype}; save it as {dtype}"
                 )
-            arranged.append(value.astype(dtype, copy=False))
+            arranged.append(held_feed(name, value, dtype, InputMismatchError))
         return arranged
 
 

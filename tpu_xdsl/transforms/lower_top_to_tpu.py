@@ -63,7 +63,7 @@ from tpu_xdsl.transforms.lowering.context import (
     is_float_tensor,
     value_name,
 )
-from tpu_xdsl.transforms.lowering.float_ops import FloatOpLowering
+from tpu_xdsl.transforms.lowering.float_ops import HELD_AS, FloatOpLowering
 from tpu_xdsl.transforms.lowering.int8_conv import (
     ConvInt8,
     DeconvInt8,
@@ -169,6 +169,7 @@ def lower_top_to_tpu(
     if table:
         _move_in_float_between_float_ops(module, table)
     _narrow_constant_indices(module)
+    _hold_integer_inputs(module)
     per_channel = int8 and not per_tensor_activations and not asymmetric
     if per_channel and not _has_channel_ranges(module):
         per_channel = False
@@ -283,6 +284,21 @@ def _has_channel_ranges(module: ModuleOp) -> bool:
 
 def _is_calibrated(module: ModuleOp) -> bool:
     return any(calibration_of(r.type) is not None for op in main_func(module).body.block.ops for r in op.results)
+
+
+def _hold_integer_inputs(module: ModuleOp) -> None:
+    """The model's bool and int64 inputs (token ids, masks) in the types TPU ops hold them in
+    (int8, int32: `float_ops.HELD_AS`); a run converts the values it is given."""
+    for op in input_ops(module):
+        result = op.results[0]
+        t = result.type
+        held = HELD_AS.get(str(numpy_dtype(t.element_type))) if isinstance(t, TensorType) else None
+        if held is None:
+            continue
+        kind = TensorType(element_type(np.dtype(held)), t.get_shape(), t.encoding)  # type: ignore[attr-defined]
+        Rewriter.replace_value_with_new_type(op.operands[0], kind)  # the block argument
+        Rewriter.replace_value_with_new_type(result, kind)
+    sync_function_type(main_func(module))
 
 
 def _quantize_inputs(module: ModuleOp, asymmetric: bool) -> None:
