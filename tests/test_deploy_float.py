@@ -132,3 +132,35 @@ def test_deploy_fails_below_tolerance_naming_the_first_tensor(tmp_path):
             "--input-num 24 "
             f"--hardest-of 100 --chip bm1684x -o {tmp_path / 'm_qtable'} (DIR: samples like --test-input, the "
             "search runs on the 24 of the first 100 where BF16 does worst)") in hint, hint
+
+
+@pytest.mark.parametrize("mode", ["F16", "BF16"])
+def test_a_constant_beyond_the_storage_range_saturates(mode):
+    """The dynamo exporter's causal attention mask holds -FLT_MAX, beyond f16's and bf16's
+    largest number: stored as that largest finite number, not -inf, the masked scores stay
+    finite (bf16 compares with the f32 model) and a row masked whole gives a uniform softmax,
+    as onnxruntime does, not NaN."""
+    import onnxruntime
+    from onnx import helper
+
+    from tests.test_codegen import float_lowered
+    from tests.test_int8 import init, model_of
+    from tpu_xdsl.interp.runner import TensorCapture, real_values
+
+    lowest = float(np.finfo(np.float32).min)
+    mask = np.triu(np.full((4, 4), lowest, np.float32), 1)
+    mask[0, 0] = lowest  # row 0 masked whole
+    model = model_of([helper.make_node("Add", ["x", "mask"], ["masked"]),
+                      helper.make_node("Softmax", ["masked"], ["y"], axis=-1)],
+                     [("x", [1, 4, 4])], "y", [init("mask", mask)])
+    tpu, feeds = float_lowered(model, mode, "bm1684x")
+    capture = TensorCapture()
+    outputs = real_values(tpu, ModuleRunner(tpu, weights_of(tpu)).run(feeds, [capture]))
+    stored = {name: value for name, value in capture.tensors.items() if name.startswith("masked")}
+    largest = float(ml_dtypes.finfo(mode.lower().replace("f16", "float16").replace("bf16", "bfloat16")).max)
+    assert stored and all(np.isfinite(np.asarray(v, np.float32)).all() for v in stored.values())
+    assert all(np.asarray(v, np.float32).min() == -largest for v in stored.values())
+    session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    (expected,) = session.run(None, feeds)
+    np.testing.assert_allclose(expected[0, 0], 0.25)
+    np.testing.assert_allclose(np.asarray(outputs["y"], np.float32), expected, atol=1e-2)

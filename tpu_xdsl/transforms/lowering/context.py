@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import ml_dtypes
 import numpy as np
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, TensorType
 from xdsl.ir import Attribute, Block, Operation, SSAValue
@@ -444,7 +445,13 @@ class LoweringContext:
         name = weight_name(owner)
         key = (name, str(dtype))
         if key not in self._float_weights:
-            array = np.asarray(weights_of(self.module)[name]).astype(dtype)
+            array = np.asarray(weights_of(self.module)[name])
+            largest = float(ml_dtypes.finfo(dtype).max)
+            if array.dtype.kind == "f" and largest < float(np.finfo(array.dtype).max):
+                # A value beyond the storage type's range (the dynamo exporter's attention mask
+                # of -FLT_MAX) saturates to its largest finite value instead of becoming inf.
+                array = np.clip(array, -largest, largest)
+            array = array.astype(dtype)
             self._float_weights[key] = create_weight(
                 self.module, f"{name}_{dtype}", array, insert_before=owner.next_op or owner
             )
