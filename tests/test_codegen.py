@@ -162,6 +162,10 @@ GRAPHS = {
         [init("half", np.float32(0.5)), init("zero", np.float32(0.0)), init("minus", np.float32(-1.0)),
          ints("k", [3])],
     ),
+    "cumsum": model_of(
+        [node("CumSum", ["x", "axis"], ["c"], exclusive=1), node("CumSum", ["c", "axis0"], ["y"], reverse=1)],
+        [("x", [2, 8, 32])], "y", [ints("axis", 2), ints("axis0", 0)],
+    ),
     "matmul_weight": model_of(
         [node("MatMul", ["x", "w"], ["m"]), node("Add", ["m", "b"], ["y"])],
         [("x", [8, 128, 1024])], "y", [weight("w", [1024, 256], 0.05), weight("b", [256], 0.1)],

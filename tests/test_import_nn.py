@@ -687,3 +687,29 @@ def test_avg_pool_kernel_counts_taps_by_hand():
         }
         (y,) = KERNELS["avg_pool"]([x], attrs, spec)
         np.testing.assert_array_equal(y.reshape(-1), want)
+
+
+@pytest.mark.parametrize("opset", [11, 14])
+@pytest.mark.parametrize(("exclusive", "reverse"), [(0, 0), (1, 0), (0, 1), (1, 1)])
+def test_cumsum_matches_ort_and_a_hand_computed_case(opset, exclusive, reverse):
+    """CumSum along a constant axis (-1 here), exclusive and reverse, on floats; by hand on
+    [1, 2, 3, 4]: inclusive 1 3 6 10, exclusive 0 1 3 6, reverse 10 9 7 4, both 9 7 4 0."""
+    model = single("CumSum", [2, 4], None, opset, ("x", "axis"), inits={"axis": np.array(-1, np.int64)},
+                   exclusive=exclusive, reverse=reverse)
+    x = np.array([[1, 2, 3, 4], [0.5, -1, 2, 8]], np.float32)
+    (y,) = run_ours(model, {"x": x})
+    by_hand = {(0, 0): [1, 3, 6, 10], (1, 0): [0, 1, 3, 6], (0, 1): [10, 9, 7, 4], (1, 1): [9, 7, 4, 0]}
+    np.testing.assert_array_equal(y[0], by_hand[exclusive, reverse])
+    assert_matches_ort(model, {"x": RNG.standard_normal((2, 4)).astype(np.float32)})
+
+
+def test_cumsum_of_an_int64_mask_gives_int64_position_ids():
+    """position_ids = cumsum(attention_mask, -1) * mask, as text models compute them."""
+    node = helper.make_node("CumSum", ["mask", "axis"], ["y"])
+    model = make_model([node], [value_info("mask", TensorProto.INT64, [1, 6])], [output("y")], 14,
+                       {"axis": np.array(1, np.int64)})
+    mask = np.array([[1, 1, 1, 1, 0, 0]], np.int64)
+    (y,) = run_ours(model, {"mask": mask})
+    assert y.dtype == np.int64
+    np.testing.assert_array_equal(y, [[1, 2, 3, 4, 4, 4]])
+    assert_matches_ort(model, {"mask": mask})

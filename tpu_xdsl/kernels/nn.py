@@ -234,6 +234,29 @@ def arg(
     return [index.astype(results[0].dtype)]
 
 
+@kernel("cumsum")
+def cumsum(
+    inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultSpec]
+) -> list[np.ndarray]:
+    """Running sum along `axis` (ONNX CumSum), element by element in order as onnxruntime
+    sums: floats in f32 (f16/bf16 widened, one rounding on the store), integers in int64.
+    exclusive: element i sums those before it (the inclusive sums shifted by one, 0 first);
+    reverse: from the end."""
+    x = np.asarray(inputs[0])
+    axis = int(attrs["axis"]) % x.ndim
+    wide = np.float32 if x.dtype.kind in "fV" else np.int64
+    y = x.astype(wide, copy=False)
+    if attrs.get("reverse"):
+        y = np.flip(y, axis)
+    total = np.cumsum(y, axis=axis, dtype=wide)
+    if attrs.get("exclusive"):
+        total = np.concatenate([np.zeros_like(np.take(total, [0], axis=axis)),
+                                np.take(total, np.arange(total.shape[axis] - 1), axis=axis)], axis=axis)
+    if attrs.get("reverse"):
+        total = np.flip(total, axis)
+    return [np.ascontiguousarray(total).astype(results[0].dtype, copy=False)]
+
+
 @kernel("topk")
 def topk(
     inputs: Sequence[Any], attrs: dict[str, Any], results: Sequence[ResultSpec]

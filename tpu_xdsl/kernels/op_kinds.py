@@ -40,7 +40,8 @@ MOVEMENT = RESHAPES | frozenset({
 })  # fmt: skip
 INDEXING = frozenset({"gather", "gather_elements", "scatter_nd", "grid_sample"})
 NORMALIZATION = frozenset({"softmax", "log_softmax", "layer_norm", "group_norm", "instance_norm", "lrn"})
-REDUCTION = frozenset({"reduce", "arg", "topk"})
+# Along an axis: reductions, and the running sum (cumsum), which keeps the shape.
+REDUCTION = frozenset({"reduce", "arg", "topk", "cumsum"})
 RECURRENT = frozenset({"lstm", "gru"})
 # Not computations: a module's inputs and constants, an absent operand, a layer group's
 # region and its terminator, and the DMA ops of a group.
@@ -49,7 +50,7 @@ STRUCTURE = frozenset({"input", "weight", "none", "group", "yield", "load", "sto
 # -- what passes ask --------------------------------------------------------------------
 
 # Shape rule: the result has the input's shape.
-SAME_SHAPE = UNARY | frozenset({"cast", "requant", "load", "store"})
+SAME_SHAPE = UNARY | frozenset({"cast", "requant", "load", "store", "cumsum"})
 # May carry a fused ReLU (`do_relu`, `relu_limit`): top-fuse-relu folds a following ReLU in.
 FUSES_RELU = GEMM | POOL | frozenset({"add", "sub", "mul", "scale"})
 # Exact in INT8: codes in, the same codes out (max_pool and relu compare codes), so an op

@@ -527,6 +527,16 @@ def arg(ctx: NodeContext) -> None:
     )
 
 
+@onnx_rule("CumSum")
+def cumsum(ctx: NodeContext) -> None:
+    """top.cumsum along the constant `axis` input, on floats or integers (the dtype kept:
+    position ids summed from a mask stay int64)."""
+    shape = ctx.shape(0)
+    axis = _axis(ctx, int(ctx.require_const(1, "axis").reshape(-1)[0]), len(shape))
+    attrs = {"axis": axis, "exclusive": bool(ctx.attr("exclusive", 0)), "reverse": bool(ctx.attr("reverse", 0))}
+    ctx.output("cumsum", [ctx.input(0)], attrs, shapes_=[list(shape)], dtypes=[ctx.dtype(0)])
+
+
 @onnx_rule("TopK")
 def topk(ctx: NodeContext) -> None:
     """top.topk (values f32, indices i64); k is an attribute before opset 10, then a
