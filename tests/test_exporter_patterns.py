@@ -126,3 +126,27 @@ def test_int64_token_ids_and_a_bool_mask_reach_the_device(tmp_path):
                  "--output", str(tmp_path / "big_out.npz"))
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "beyond int32" in r.stderr, r.stderr
     assert not (tmp_path / "big_out.npz").exists()
+
+
+def test_an_int64_constant_beyond_int32_is_refused_by_name():
+    """TPU ops hold int64 as int32: an integer constant that does not fit is a lowering error
+    naming it, not wrapped (the importer computes integer math in f32, so a TOP module
+    written by hand holds one)."""
+    from tpu_xdsl.ir_io import parse_module
+    from tpu_xdsl.transforms.lower_top_to_tpu import LoweringError, lower_top_to_tpu
+    from tpu_xdsl.weights import attach_weights
+
+    module = parse_module(
+        'builtin.module attributes {module.name = "m", module.state = "TOP_F32"} {\n'
+        "  func.func @main(%arg0: tensor<1x4xf32>) -> tensor<1x4xf32> {\n"
+        '    %x = "top.input"(%arg0) {names = ["x"]} : (tensor<1x4xf32>) -> tensor<1x4xf32>\n'
+        '    %w = "top.weight"() {names = ["far"]} : () -> tensor<1xi64>\n'
+        '    %f = "top.cast"(%w) {names = ["f"]} : (tensor<1xi64>) -> tensor<1xf32>\n'
+        '    %y = "top.add"(%x, %f) {names = ["y"]} : (tensor<1x4xf32>, tensor<1xf32>) -> tensor<1x4xf32>\n'
+        "    func.return %y : tensor<1x4xf32>\n"
+        "  }\n"
+        "}\n"
+    )
+    attach_weights(module, {"far": np.array([2**40], np.int64)})
+    with pytest.raises(LoweringError, match="constant 'far' holds values beyond int32"):
+        lower_top_to_tpu(module, "F32")
