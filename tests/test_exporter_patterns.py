@@ -150,3 +150,32 @@ def test_an_int64_constant_beyond_int32_is_refused_by_name():
     attach_weights(module, {"far": np.array([2**40], np.int64)})
     with pytest.raises(LoweringError, match="constant 'far' holds values beyond int32"):
         lower_top_to_tpu(module, "F32")
+
+
+@pytest.mark.parametrize("mode", ["BF16", "F32"])
+def test_a_constant_output_survives_the_coefficient_layout(mode, tmp_path):
+    """A model that returns an initializer beside a computed output: with layer groups the
+    coefficients are laid out again around the groups' weight images, and the returned
+    weight, read by no instruction, was dropped (the device returned zeros in BF16)."""
+    rng = np.random.default_rng(2)
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]), helper.make_node("Relu", ["c"], ["y"])],
+        "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8]),
+         helper.make_tensor_value_info("k", TensorProto.FLOAT, [2, 3])],
+        initializer=[numpy_helper.from_array(rng.standard_normal((4, 3, 3, 3)).astype(np.float32), "w"),
+                     numpy_helper.from_array(rng.standard_normal(4).astype(np.float32), "b"),
+                     numpy_helper.from_array(np.arange(1, 7, dtype=np.float32).reshape(2, 3), "k")],
+    )
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), tmp_path / "m.onnx")
+    np.savez(tmp_path / "x.npz", x=rng.standard_normal((1, 3, 8, 8)).astype(np.float32))
+    assert tpu_xdsl("transform", "--model-def", str(tmp_path / "m.onnx"), "--model-name", "m", "--test-input",
+                    str(tmp_path / "x.npz"), "--test-result", str(tmp_path / "top.npz"),
+                    "-o", str(tmp_path / "m.mlir")).returncode == 0
+    r = tpu_xdsl("deploy", str(tmp_path / "m.mlir"), "--quantize", mode, "--test-input", str(tmp_path / "x.npz"),
+                 "--test-reference", str(tmp_path / "top.npz"), "-o", str(tmp_path / "m_dev.tpumodel"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = tpu_xdsl("run", str(tmp_path / "m_dev.tpumodel"), "--input", str(tmp_path / "x.npz"),
+                 "--output", str(tmp_path / "out.npz"))
+    assert r.returncode == 0, r.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npz")["k"], np.arange(1, 7).reshape(2, 3))

@@ -132,17 +132,19 @@ def _segments(chip: ChipConfig, run: list[Constant]) -> list[list[Constant]]:
 
 def lay_out_coefficients(
     chip: ChipConfig, images: Sequence[Image], instructions: list[Instruction], coefficients: bytes,
-    weights: Sequence[tuple[int, int]], activations: int,
-) -> tuple[bytearray, int]:
-    """The coefficients laid out again: the weights some instruction still reads from DDR
-    (in their order, each on a 64-byte boundary), then the images; every load pointed at
-    its new place, every DDR view at or above `activations` (where the activations began)
-    moved by the same multiple of 4096 bytes. `weights` are the (address, bytes) of the
-    weights in `coefficients`. Returns the new coefficients and how far activations moved."""
+    weights: Sequence[tuple[int, int]], activations: int, kept: Sequence[int] = (),
+) -> tuple[bytearray, int, dict[int, int]]:
+    """The coefficients laid out again: the weights some instruction still reads from DDR,
+    or whose address is in `kept` (a weight the model returns as an output), in their
+    order, each on a 64-byte boundary, then the images; every load pointed at its new
+    place, every DDR view at or above `activations` (where the activations began) moved by
+    the same multiple of 4096 bytes. `weights` are the (address, bytes) of the weights in
+    `coefficients`. Returns the new coefficients, how far activations moved, and each kept
+    weight's new address by its old one."""
     loaded = {image.instruction for image in images}
     weights = sorted(weights)
     starts = [addr for addr, _ in weights]
-    read = set()
+    read = {bisect.bisect_right(starts, addr) - 1 for addr in kept}
     for index, instruction in enumerate(instructions):
         if index not in loaded:
             for view in _ddr_reads(instruction):
@@ -183,7 +185,7 @@ def lay_out_coefficients(
             instructions[index] = dataclasses.replace(instruction, src=src)
         else:
             instructions[index] = _moved(instruction, move)
-    return laid, moved
+    return laid, moved, {weights[k][0]: new_addr[k] for k in read}
 
 
 def _ddr_reads(instruction: Instruction) -> list[DdrView]:

@@ -93,13 +93,17 @@ class Codegen:
         places = self.state.places
         weights = [(p.addr, nbytes(p)) for v, p in places.items() if is_weight(v)]
         activations = min((p.addr for v, p in places.items() if not is_weight(v)), default=len(self.coefficients))
-        self.coefficients, self.moved = lay_out_coefficients(
+        returned = main_func(self.module).body.block.last_op
+        kept = [places[v].addr for v in (returned.operands if returned is not None else ()) if is_weight(v)]
+        self.coefficients, self.moved, weight_moved = lay_out_coefficients(
             self.chip, self.state.images, self.state.program.instructions, bytes(self.coefficients), weights,
-            activations,
+            activations, kept,
         )
         for value, place in places.items():
             if place.addr >= activations:
                 places[value] = dataclasses.replace(place, addr=place.addr + self.moved)
+            elif is_weight(value) and place.addr in weight_moved:  # a weight the model returns
+                places[value] = dataclasses.replace(place, addr=weight_moved[place.addr])
 
     def _place(self, op: Operation) -> None:
         addresses = ddr_addresses(op)
