@@ -179,3 +179,40 @@ def test_a_constant_output_survives_the_coefficient_layout(mode, tmp_path):
                  "--output", str(tmp_path / "out.npz"))
     assert r.returncode == 0, r.stderr
     np.testing.assert_array_equal(np.load(tmp_path / "out.npz")["k"], np.arange(1, 7).reshape(2, 3))
+
+
+@pytest.mark.parametrize("mode", ["F32", "BF16"])
+def test_a_float16_model_keeps_its_output_name_and_type(mode, tmp_path):
+    """A float16 model (torch's model.half()): the TOP module computes in f32 and casts back
+    at the output; that cast, not the f32 value, takes the output's name, so every stage's
+    results hold `y` (they held `y_float16`), and a compiled model returns it in float16 as
+    onnxruntime does. (BF16's input cast from f16 exports to TOSA through f32.)"""
+    rng = np.random.default_rng(3)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["m"]), helper.make_node("Relu", ["m"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT16, [1, 4, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [1, 4, 8])],
+        initializer=[numpy_helper.from_array((rng.standard_normal((16, 8)) * 0.3).astype(np.float16), "w")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=9)
+    onnx.save(model, tmp_path / "m.onnx")
+    x = rng.standard_normal((1, 4, 16)).astype(np.float16)
+    np.savez(tmp_path / "x.npz", x=x)
+    assert tpu_xdsl("transform", "--model-def", str(tmp_path / "m.onnx"), "--model-name", "m", "--test-input",
+                    str(tmp_path / "x.npz"), "--test-result", str(tmp_path / "top.npz"),
+                    "-o", str(tmp_path / "m.mlir")).returncode == 0
+    assert "y" in np.load(tmp_path / "top.npz").files
+    r = tpu_xdsl("deploy", str(tmp_path / "m.mlir"), "--quantize", mode, "--test-input", str(tmp_path / "x.npz"),
+                 "--test-reference", str(tmp_path / "top.npz"), "--export-tosa", "-o", str(tmp_path / "m_dev.mlir"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = tpu_xdsl("deploy", str(tmp_path / "m.mlir"), "--quantize", mode, "--test-input", str(tmp_path / "x.npz"),
+                 "--test-reference", str(tmp_path / "top.npz"), "-o", str(tmp_path / "m_dev.tpumodel"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = tpu_xdsl("run", str(tmp_path / "m_dev.tpumodel"), "--input", str(tmp_path / "x.npz"),
+                 "--output", str(tmp_path / "out.npz"))
+    assert r.returncode == 0, r.stderr
+    out = np.load(tmp_path / "out.npz")
+    assert out.files == ["y"] and out["y"].dtype == np.float16
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    (expected,) = session.run(None, {"x": x})
+    assert compare_tensors("y", expected, out["y"]).cosine >= 0.999

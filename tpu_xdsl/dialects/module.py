@@ -66,6 +66,17 @@ def tensor_names(op: Operation) -> list[str]:
     return [] if names is None else [n.data for n in names.data if isinstance(n, StringAttr)]
 
 
+def rename_result(value: SSAValue, name: str) -> None:
+    """Give the result `value` of its op the tensor name `name` (other results keep theirs)."""
+    owner = value.owner
+    assert isinstance(owner, Operation)
+    names = tensor_names(owner)
+    index = owner.results.index(value)
+    names += [f"{name}_unnamed{k}" for k in range(len(names), index + 1)]
+    names[index] = name
+    owner.attributes["names"] = ArrayAttr([StringAttr(n) for n in names])
+
+
 def tensor_name(op: Operation, fallback: str = "tensor") -> str:
     """The tensor name of the op's first result (the base of names derived from it)."""
     names = tensor_names(op)

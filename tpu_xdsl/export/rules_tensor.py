@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import IntegerType
+from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, IntegerType
 from xdsl.ir import Operation
 
 from tpu_xdsl.export.rules import (
@@ -338,6 +338,9 @@ def cast(ctx: Context, op: Operation, inputs: list[Val], attrs: dict[str, Any]) 
     if i64 in (x.element, element) and I32 not in (x.element, element):
         # TOSA casts i64 only to and from i32: through i32 (indices and ids fit it).
         value = ctx.b.op("cast", [value], tensor_type(x.physical_shape, I32))
+    if {type(x.element), type(element)} == {Float16Type, BFloat16Type}:
+        # TOSA casts between f16 and bf16 only through f32 (exact from either; one rounding)
+        value = ctx.b.op("cast", [value], tensor_type(x.physical_shape, Float32Type()))
     out = ctx.b.op("cast", [value], tensor_type(x.physical_shape, element))
     return [ctx.new(out, x.shape, element, x.channels_last)]
 

@@ -27,13 +27,14 @@ from onnx import helper, numpy_helper
 from xdsl.builder import Builder
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp, NoneType, StringAttr, TensorType
-from xdsl.ir import Attribute, Block, OpResult, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, OpResult, Region, SSAValue
 from xdsl.irdl import IRDLOperation
 from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import VerifyException
 
 from tpu_xdsl.dialects import Top, shapes
 from tpu_xdsl.dialects.attr_values import from_py
+from tpu_xdsl.dialects.module import rename_result, tensor_names
 from tpu_xdsl.errors import TpuXdslError
 from tpu_xdsl.frontend import constant_inputs as binding
 from tpu_xdsl.frontend import registry
@@ -277,7 +278,14 @@ class OnnxImporter:
         assert value.ssa is not None
         if value.dtype == want:
             return value.ssa
-        (cast,) = self.emit("cast", [value.ssa], None, [value.shape], [want], None, f"{info.name}_{want}")
+        # The cast takes the output's name (post-processing reads `y`, not `y_float16`); the
+        # value it converts, computed in f32, gets a derived one.
+        owner = value.ssa.owner
+        if isinstance(owner, Operation) and owner.name != "top.input" and info.name in tensor_names(owner):
+            rename_result(value.ssa, self.unique_name(f"{info.name}_{value.dtype}"))
+            (cast,) = self.emit("cast", [value.ssa], None, [value.shape], [want], [info.name], None)
+        else:
+            (cast,) = self.emit("cast", [value.ssa], None, [value.shape], [want], None, f"{info.name}_{want}")
         return cast
 
     def import_nodes(self, nodes: Iterable[onnx.NodeProto]) -> None:

@@ -37,15 +37,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, TensorType
-from xdsl.ir import Operation, SSAValue
+from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tpu_xdsl.calibration.model_scales import is_model_calibrated, model_float_ops
 from tpu_xdsl.device.chip import check_mode, chip_config
-from tpu_xdsl.dialects.module import input_ops, main_func, tensor_names
+from tpu_xdsl.dialects.module import input_ops, main_func, rename_result, tensor_names
 from tpu_xdsl.dialects.quant_types import (
     calibration_of,
     is_quantized,
@@ -163,6 +163,7 @@ def lower_top_to_tpu(
             "tpu-xdsl calibrate writes it"
         )
     report = LoweringReport()
+    declared = list(main_func(module).function_type.outputs.data)  # the model's own output types
     model_scales = int8 and is_model_calibrated(module)
     if model_scales:  # a pre-quantized model: what it keeps in float stays float
         report.notes.extend(_keep_model_float_ops(module, table, chip))
@@ -194,7 +195,7 @@ def lower_top_to_tpu(
             pattern.match_and_rewrite(op, rewriter)
             if rewriter.has_done_action:
                 break
-    _cast_outputs(ctx, quant_output)
+    _cast_outputs(ctx, quant_output, declared)
     if round_mode and int8:
         _set_round_mode(module, round_mode)
     elif model_scales:
@@ -315,8 +316,9 @@ def _quantize_inputs(module: ModuleOp, asymmetric: bool) -> None:
     sync_function_type(main_func(module))
 
 
-def _cast_outputs(ctx: LoweringContext, quant_output: bool) -> None:
-    """Every output back in f32, INT8 ones kept with `quant_output`. The cast takes the
+def _cast_outputs(ctx: LoweringContext, quant_output: bool, declared: Sequence[Attribute]) -> None:
+    """Every output back in its `declared` float type (f32, or the f16 of a float16 model's
+    output) and INT8 ones in f32, INT8 ones kept with `quant_output`. The cast takes the
     output's name, so the model's outputs keep their ONNX names in every stage; the
     value it converts gets a derived one, named by its type as the casts between modes are
     (`{name}_float16`, `_bfloat16`, `_int8`, `_uint8`)."""
@@ -331,7 +333,11 @@ def _cast_outputs(ctx: LoweringContext, quant_output: bool) -> None:
         qparams = qparams_of(t, ctx.weights)
         if qparams is not None and quant_output:
             continue
-        if qparams is None and (not is_float_tensor(t) or numpy_dtype(t.element_type) == np.float32):
+        want = np.dtype(np.float32)
+        model_type = declared[i] if i < len(declared) else None
+        if qparams is None and isinstance(model_type, TensorType) and is_float_tensor(model_type):
+            want = numpy_dtype(model_type.element_type)
+        if qparams is None and (not is_float_tensor(t) or numpy_dtype(t.element_type) == want):
             continue
         if value in casts:
             ret.operands[i] = casts[value]
@@ -339,10 +345,10 @@ def _cast_outputs(ctx: LoweringContext, quant_output: bool) -> None:
         name = value_name(value, f"output{i}")
         if isinstance(value.owner, Operation) and value.owner.name != "top.input":
             internal = _unique(f"{name}_{numpy_dtype(t.element_type)}", taken)
-            _rename_result(value, internal)
+            rename_result(value, internal)
         else:  # an input returned as it is keeps its name: the output gets a derived one
-            name = _unique(f"{name}_f32", taken)
-        target = TensorType(element_type(np.float32), t.get_shape())
+            name = _unique(f"{name}_{'f32' if want == np.float32 else want}", taken)
+        target = TensorType(element_type(want), t.get_shape())
         cast = ctx.cast_op(value, target, name, qparams)
         for reader in cast.operands[1:]:
             Rewriter.insert_op(reader.owner, InsertPoint.before(ret))  # type: ignore[arg-type]
@@ -358,17 +364,6 @@ def _unique(name: str, taken: set[str]) -> str:
         found = f"{name}_{count}"
     taken.add(found)
     return found
-
-
-def _rename_result(value: SSAValue, name: str) -> None:
-    """Give the result `value` of its op the tensor name `name` (other results keep theirs)."""
-    owner = value.owner
-    assert isinstance(owner, Operation)
-    names = tensor_names(owner)
-    index = owner.results.index(value)
-    names += [f"{name}_unnamed{k}" for k in range(len(names), index + 1)]
-    names[index] = name
-    owner.attributes["names"] = ArrayAttr([StringAttr(n) for n in names])
 
 
 # The ops whose operand 1 is an index tensor, and TPU ops hold no int64: such indices,
