@@ -343,12 +343,15 @@ def test_a_signal_another_thread_takes_waits_for_the_renames(tmp_path, monkeypat
         renamed.append(Path(destination).name)
 
     monkeypatch.setattr(files.os, "replace", replace)
+    # Python's own Ctrl-C handler: a process started in the background (CI) inherits SIGINT ignored
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with pytest.raises(KeyboardInterrupt), OutputSet():
             write_atomic(tmp_path / "a", lambda f: f.write("new a"))
             write_atomic(tmp_path / "b", lambda f: f.write("new b"))
     finally:
         release.set()
+        signal.signal(signal.SIGINT, previous)
     assert renamed == ["a", "b"]
     assert {p.name: p.read_text() for p in tmp_path.iterdir()} == {"a": "new a", "b": "new b"}
 
