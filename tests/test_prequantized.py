@@ -216,16 +216,25 @@ def test_cli_deploys_a_qdq_model_without_a_calibration_table(models, tmp_path):
     assert _cosine(device, _onnxruntime(models["qdq_channels"], x)) >= 0.999
 
 
-def test_a_relu_folded_into_a_zero_point_stays_in_top(models):
+@pytest.mark.parametrize("tag", ["qdq_channels", "qoperator"])
+def test_a_relu_folded_into_a_zero_point_stays_in_top(models, tag):
     """onnxruntime drops the Relu before a QuantizeLinear whose codes start at real 0 (the
-    zero point clamps); TOP keeps it, so the float stages compute what the model does."""
-    result = import_onnx(models["qdq_channels"])
-    kinds = [op.name for op in result.module.body.block.ops.first.body.block.ops]  # type: ignore[union-attr]
-    assert "top.relu" in kinds
-    assert not any(n.op_type == "Relu" for n in onnx.load(str(models["qdq_channels"])).graph.node)
+    zero point clamps), and fuses it into a QLinearConv or QLinearAdd the same way; TOP
+    keeps it, so the float stages compute what the model does (an F32 deploy of the
+    QOperator model computed the network without its ReLUs: intermediates at cosine 0.68)."""
+    result = import_onnx(models[tag])
+    attach_weights(result.module, result.weights)
+    canonicalize(result.module)
+    ops = list(result.module.body.block.ops.first.body.block.ops)  # type: ignore[union-attr]
+    assert any(op.name == "top.relu" or "do_relu" in op.attributes for op in ops)
+    assert not any(n.op_type == "Relu" for n in onnx.load(str(models[tag])).graph.node)
     x = _samples(1, seed=9)[0]
+    expected = _onnxruntime(models[tag], x)
     (out,) = run_module(result.module, {"x": x}, result.weights).values()
-    assert _cosine(out, _onnxruntime(models["qdq_channels"], x)) >= 0.999
+    assert _cosine(out, expected) >= 0.999
+    lower_top_to_tpu(result.module, "F32", "bm1684x")
+    (out,) = ModuleRunner(result.module, weights_of(result.module)).run({"x": x}).values()
+    assert _cosine(out, expected) >= 0.999
 
 
 def test_inputs_half_way_between_codes_round_as_quantize_linear(tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -177,6 +178,16 @@ def centered_input(ctx: NodeContext, i: int, zero: np.ndarray | None, axis: int)
     return name
 
 
+def never_negative(value: SSAValue) -> bool:
+    """Whether the op that computes `value` gives no negative number (a fused ReLU, a sigmoid, ...)."""
+    owner = value.owner
+    name = getattr(owner, "name", "")
+    if name in ("top.relu", "top.sigmoid", "top.hard_sigmoid", "top.softmax", "top.exp", "top.abs"):
+        return True
+    attrs = getattr(owner, "attributes", {})
+    return "do_relu" in attrs and bool(getattr(attrs["do_relu"], "value", None) and attrs["do_relu"].value.data)
+
+
 def quantized_output(ctx: NodeContext, op_type: str, inputs: list[str], scale_at: int | None,
                       zero_at: int | None, **kwargs) -> None:
     """The float `op_type` as this node's output 0 under `{output}_real`, its codes'
@@ -196,7 +207,15 @@ def quantized_output(ctx: NodeContext, op_type: str, inputs: list[str], scale_at
         emit_codes(ctx, real.ssa, scale, zero, dtype, 1)
         return
     if scale.size == 1 and dtype in CODE_TYPES and real.ssa is not None:
-        state.code_scales[out] = TensorScale.of(scale, zero, dtype)
-        state.record(real.ssa, state.code_scales[out], ctx.where)
+        state.code_scales[out] = found = TensorScale.of(scale, zero, dtype)
+        value = real.ssa
+        if found.unsigned_zero_point == 0 and not never_negative(value):
+            # onnxruntime fuses a ReLU into a QLinear op whose codes start at 0 (the zero
+            # point clamps), as it removes one before a QuantizeLinear: TOP keeps it, so
+            # float stages compute what the model does (see qdq.quantize_linear).
+            state.record(value, found, ctx.where)
+            (value,) = ctx.emit("relu", [value], name=f"{out}_relu")
+            real = replace(real, ssa=value)
+        state.record(value, found, ctx.where)
     state.real_values[out] = float(np.asarray(scale).reshape(-1)[0])
     ctx.importer.values[out] = real

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-from xdsl.ir import SSAValue
 
 from tpu_xdsl.calibration.model_scales import TensorScale
 from tpu_xdsl.frontend.node_context import NodeContext
@@ -13,6 +12,7 @@ from tpu_xdsl.frontend.rules.quantized.common import (
     code_scale,
     emit_codes,
     is_graph_output,
+    never_negative,
     real_input,
 )
 from tpu_xdsl.frontend.rules.quantized.model import (
@@ -37,7 +37,7 @@ def quantize_linear(ctx: NodeContext) -> None:
     state = quantization(ctx.importer)
     if scale.size == 1 and dtype in CODE_TYPES:
         found = state.code_scales[ctx.output_name(0)] = TensorScale.of(scale, zero, dtype)
-        if found.unsigned_zero_point == 0 and not _never_negative(value):
+        if found.unsigned_zero_point == 0 and not never_negative(value):
             # onnxruntime removes a ReLU before a quantization whose codes start at 0 (the
             # zero point clamps): TOP keeps it, so float stages compute what the model does.
             # The producer shares the range, so that top-fuse-relu can fuse the two.
@@ -48,15 +48,6 @@ def quantize_linear(ctx: NodeContext) -> None:
         state.unscaled.append(ctx.node.name or ctx.output_name(0))
     state.real_values[ctx.output_name(0)] = float(np.asarray(scale).reshape(-1)[0])
     ctx.set_output(0, value)
-
-
-def _never_negative(value: SSAValue) -> bool:
-    owner = value.owner
-    name = getattr(owner, "name", "")
-    if name in ("top.relu", "top.sigmoid", "top.hard_sigmoid", "top.softmax", "top.exp", "top.abs"):
-        return True
-    attrs = getattr(owner, "attributes", {})
-    return "do_relu" in attrs and bool(getattr(attrs["do_relu"], "value", None) and attrs["do_relu"].value.data)
 
 
 @onnx_rule("DequantizeLinear", since=10)
