@@ -92,6 +92,7 @@ def models(tmp_path_factory):
         ("qdq_channels", QuantFormat.QDQ, True, QuantType.QInt8),
         ("qdq_uint8", QuantFormat.QDQ, False, QuantType.QUInt8),
         ("qoperator", QuantFormat.QOperator, False, QuantType.QUInt8),
+        ("qdq_int16", QuantFormat.QDQ, True, QuantType.QInt16),
     ):
         made[tag] = folder / f"small_{tag}.onnx"
         quantize_static(
@@ -216,12 +217,13 @@ def test_cli_deploys_a_qdq_model_without_a_calibration_table(models, tmp_path):
     assert _cosine(device, _onnxruntime(models["qdq_channels"], x)) >= 0.999
 
 
-@pytest.mark.parametrize("tag", ["qdq_channels", "qoperator"])
+@pytest.mark.parametrize("tag", ["qdq_channels", "qoperator", "qdq_int16"])
 def test_a_relu_folded_into_a_zero_point_stays_in_top(models, tag):
     """onnxruntime drops the Relu before a QuantizeLinear whose codes start at real 0 (the
     zero point clamps), and fuses it into a QLinearConv or QLinearAdd the same way; TOP
     keeps it, so the float stages compute what the model does (an F32 deploy of the
-    QOperator model computed the network without its ReLUs: intermediates at cosine 0.68)."""
+    QOperator model computed the network without its ReLUs: intermediates at cosine 0.68;
+    with 16-bit activations TOP itself did, which gives no INT8 calibration)."""
     result = import_onnx(models[tag])
     attach_weights(result.module, result.weights)
     canonicalize(result.module)
