@@ -50,6 +50,23 @@ def small_cnn(path: Path, opset: int = 13, dynamic_batch: bool = True, extra_nod
     return path
 
 
+def _input_shape_changed(path: Path, dims: list | None) -> Path:
+    """small_cnn with its input's shape replaced: `dims` (names for dynamic ones), or none at all."""
+    small_cnn(path)
+    model = onnx.load(path)
+    tensor_type = model.graph.input[0].type.tensor_type
+    tensor_type.ClearField("shape")
+    if dims is not None:
+        for d in dims:
+            dim = tensor_type.shape.dim.add()
+            if isinstance(d, str):
+                dim.dim_param = d
+            else:
+                dim.dim_value = d
+    onnx.save(model, path)
+    return path
+
+
 def assert_user_error(result: subprocess.CompletedProcess, *fragments: str) -> None:
     assert result.returncode == 2, result.stderr
     assert "Traceback" not in result.stderr
@@ -115,6 +132,9 @@ def _no_outputs(tmp_path: Path) -> None:
         (lambda p: p.write_text("not a model"), [], ["not an ONNX model", "pass a .onnx file"]),
         (lambda p: p.write_bytes(small_cnn(p).read_bytes()[:200]), [], ["m.onnx"]),
         (lambda p: small_cnn(p), [], ["input 'image' dim 0 ('N') is dynamic", "--input-shapes"]),
+        (lambda p: _input_shape_changed(p, ["N", 3, "H", "W"]), [],
+         ["input 'image' dims 0 ('N'), 2 ('H'), 3 ('W') are dynamic", "--input-shapes"]),
+        (lambda p: _input_shape_changed(p, None), [], ["input 'image' has no shape in the model", "--input-shapes"]),
         (lambda p: small_cnn(p), ["--input-shapes", "[[1,3,8,8],[1,2]]"], ["gives 2 shape(s)", "1 input(s): image"]),
         (lambda p: small_cnn(p), ["--input-shapes", "[[1,3,8]]"], ["rank 3", "rank 4"]),
         (lambda p: small_cnn(p), ["--input-shapes", "1,3"], ["--input-shapes"]),

@@ -133,16 +133,17 @@ def bind_input_shapes(
             if any(d < 0 for d in shape):
                 raise ShapeBindingError(f"--input-shapes: input '{value.name}' has a negative dim: {list(shape)}")
         else:
-            shape = []
-            for axis, dim in enumerate(dims):
-                if not dim.HasField("dim_value") or dim.dim_value <= 0:
-                    label = f" ('{dim.dim_param}')" if dim.dim_param else ""
-                    raise ShapeBindingError(
-                        f"input '{value.name}' dim {axis}{label} is dynamic; give its size "
-                        f"with --input-shapes"
-                    )
-                shape.append(dim.dim_value)
-            shape = tuple(shape)
+            if not tensor_type.HasField("shape"):  # a scalar has a shape with no dims
+                raise ShapeBindingError(f"input '{value.name}' has no shape in the model (not even its rank); "
+                                        "give it with --input-shapes")
+            dynamic = [f"{axis}" + (f" ('{dim.dim_param}')" if dim.dim_param else "")
+                       for axis, dim in enumerate(dims) if not dim.HasField("dim_value") or dim.dim_value <= 0]
+            if dynamic:
+                raise ShapeBindingError(
+                    f"input '{value.name}' dim{'s' if len(dynamic) > 1 else ''} {', '.join(dynamic)} "
+                    f"{'are' if len(dynamic) > 1 else 'is'} dynamic; give the input's shape with --input-shapes"
+                )
+            shape = tuple(dim.dim_value for dim in dims)
         check_tensor_size(f"input '{value.name}'", shape, dtype.itemsize)
         bound.append((value.name, shape, dtype))
     return bound
