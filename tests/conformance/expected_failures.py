@@ -601,17 +601,6 @@ EXPECTED_FAILURES: dict[str, list[str]] = {
         'test_cumprod_2d_int32',
         'test_cumprod_2d_negative_axis',
     ],
-    'unsupported op: CumSum': [
-        'test_cumsum_1d',
-        'test_cumsum_1d_exclusive',
-        'test_cumsum_1d_int32_exclusive',
-        'test_cumsum_1d_reverse',
-        'test_cumsum_1d_reverse_exclusive',
-        'test_cumsum_2d_axis_0',
-        'test_cumsum_2d_axis_1',
-        'test_cumsum_2d_int32',
-        'test_cumsum_2d_negative_axis',
-    ],
     'unsupported op: ImageDecoder': [
         'test_image_decoder_decode_bmp_rgb',
         'test_image_decoder_decode_jpeg2k_rgb',

@@ -560,6 +560,15 @@ class TopkOp(IRDLOperation):
     names : ArrayAttr[StringAttr] | None
 
 
+class CumsumOp(IRDLOperation):
+    input : Operand
+    output : OpResult
+    axis : IntegerAttr
+    exclusive : IntegerAttr | None
+    reverse : IntegerAttr | None
+    names : ArrayAttr[StringAttr] | None
+
+
 class CastOp(IRDLOperation):
     input : Operand
     output : OpResult

@@ -770,6 +770,17 @@ class TopkOp(IRDLOperation):
     ddr : ArrayAttr[IntegerAttr] | None
 
 
+class CumsumOp(IRDLOperation):
+    input : Operand
+    output : OpResult
+    axis : IntegerAttr
+    exclusive : IntegerAttr | None
+    reverse : IntegerAttr | None
+    ginfo : LgInfoAttr | None
+    names : ArrayAttr[StringAttr] | None
+    ddr : ArrayAttr[IntegerAttr] | None
+
+
 class CastOp(IRDLOperation):
     input : Operand
     scales : VarOperand
