@@ -36,9 +36,10 @@ def in_input_order(
     return [inputs[n] for n in names]
 
 
-# The ONNX input types a TPU module holds in another (lowering's `float_ops.HELD_AS`): an
-# int64 input (token ids) takes int32, a bool one (a mask) int8 0 and 1.
-_HELD = {np.dtype(np.int64): np.dtype(np.int32), np.dtype(np.bool_): np.dtype(np.int8)}
+# Element types TPU ops hold in another: masks (bool) as int8 0 and 1, indices and token ids
+# (int64) as int32, as TPU-MLIR holds them (every index into a tensor the device holds
+# fits). Lowering converts tensors and constants so; a run converts the data it is fed.
+HELD_AS = {np.dtype(np.int64): np.dtype(np.int32), np.dtype(np.bool_): np.dtype(np.int8)}
 
 
 def accepts_dtype(given: np.dtype, expected: np.dtype) -> bool:
@@ -46,7 +47,7 @@ def accepts_dtype(given: np.dtype, expected: np.dtype) -> bool:
     float32 data for any float input (an F16 or BF16 model casts it as its ONNX original
     took float32), or the int64 or bool data of an input the TPU holds as int32 or int8.
     float64 data for a float32 input is refused, as onnxruntime refuses it."""
-    return given == expected or (given == np.float32 and expected.kind in "fV") or _HELD.get(given) == expected
+    return given == expected or (given == np.float32 and expected.kind in "fV") or HELD_AS.get(given) == expected
 
 
 def held_feed(name: str, value: np.ndarray, expected: np.dtype, error: type[Exception]) -> np.ndarray:

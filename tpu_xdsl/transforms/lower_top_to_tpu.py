@@ -52,6 +52,7 @@ from tpu_xdsl.dialects.quant_types import (
     qparams_of,
     quantized_type,
 )
+from tpu_xdsl.feeds import HELD_AS
 from tpu_xdsl.kernels.dtypes import element_type, numpy_dtype
 from tpu_xdsl.kernels.op_kinds import EXACT_ON_CODES
 from tpu_xdsl.kernels.quant import activation_qparams
@@ -63,7 +64,7 @@ from tpu_xdsl.transforms.lowering.context import (
     is_float_tensor,
     value_name,
 )
-from tpu_xdsl.transforms.lowering.float_ops import HELD_AS, FloatOpLowering
+from tpu_xdsl.transforms.lowering.float_ops import FloatOpLowering
 from tpu_xdsl.transforms.lowering.int8_conv import (
     ConvInt8,
     DeconvInt8,
@@ -289,14 +290,14 @@ def _is_calibrated(module: ModuleOp) -> bool:
 
 def _hold_integer_inputs(module: ModuleOp) -> None:
     """The model's bool and int64 inputs (token ids, masks) in the types TPU ops hold them in
-    (int8, int32: `float_ops.HELD_AS`); a run converts the values it is given."""
+    (int8, int32: `feeds.HELD_AS`); a run converts the values it is given."""
     for op in input_ops(module):
         result = op.results[0]
         t = result.type
-        held = HELD_AS.get(str(numpy_dtype(t.element_type))) if isinstance(t, TensorType) else None
+        held = HELD_AS.get(numpy_dtype(t.element_type)) if isinstance(t, TensorType) else None
         if held is None:
             continue
-        kind = TensorType(element_type(np.dtype(held)), t.get_shape(), t.encoding)  # type: ignore[attr-defined]
+        kind = TensorType(element_type(held), t.get_shape(), t.encoding)  # type: ignore[attr-defined]
         Rewriter.replace_value_with_new_type(op.operands[0], kind)  # the block argument
         Rewriter.replace_value_with_new_type(result, kind)
     sync_function_type(main_func(module))

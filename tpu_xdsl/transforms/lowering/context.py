@@ -458,7 +458,7 @@ class LoweringContext:
         return self._float_weights[key]
 
     def held_weight(self, value: SSAValue, dtype: np.dtype) -> SSAValue:
-        """An integer `top.weight` operand in the type TPU ops hold it in (`float_ops.HELD_AS`:
+        """An integer `top.weight` operand in the type TPU ops hold it in (`feeds.HELD_AS`:
         a mask's bool as int8, int64 as int32; a new, converted weight)."""
         owner = value.owner
         assert isinstance(owner, Operation)

@@ -16,6 +16,7 @@ from xdsl.irdl import IRDLOperation, VarOperandDef, VarResultDef
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 
 from tpu_xdsl.dialects import op_class
+from tpu_xdsl.feeds import HELD_AS
 from tpu_xdsl.kernels.dtypes import element_type, numpy_dtype
 from tpu_xdsl.transforms.lowering.context import (
     LoweringContext,
@@ -28,9 +29,6 @@ from tpu_xdsl.weights import is_weight
 
 # Element types TPU tensors may hold.
 _TPU_ELEMENTS = {"float32", "float16", "bfloat16", "int8", "uint8", "int16", "int32"}
-# Element types TPU ops hold in another: masks (bool) as int8 0 and 1, indices (int64) as
-# int32, as TPU-MLIR holds them (every index into a tensor the device holds fits).
-HELD_AS = {"bool": "int8", "int64": "int32"}
 
 # Ops whose bias weight stays f32 in the F16/BF16 modes. BM1684X's float convolutions
 # take an f32 bias (TPU-MLIR's Conv and Deconv lowerings keep the bias f32 and assert
@@ -118,9 +116,9 @@ class FloatOpLowering(RewritePattern):
             if op is not None and op.name in F32_SCALAR_KINDS and _is_scalar(value):
                 return value  # f32, as the chip takes the constant (F32_SCALAR_KINDS)
             t = value.type
-            held = HELD_AS.get(str(numpy_dtype(t.element_type))) if isinstance(t, TensorType) else None
+            held = HELD_AS.get(numpy_dtype(t.element_type)) if isinstance(t, TensorType) else None
             if held is not None:
-                return self.ctx.held_weight(value, np.dtype(held))
+                return self.ctx.held_weight(value, held)
             return self.ctx.float_weight(value, dtype)
         return self.ctx.as_float(value, dtype)
 
@@ -130,9 +128,9 @@ class FloatOpLowering(RewritePattern):
             return t
         if is_float_tensor(t):
             return TensorType(element_type(dtype), t.get_shape(), t.encoding)
-        held = HELD_AS.get(str(numpy_dtype(t.element_type)))
+        held = HELD_AS.get(numpy_dtype(t.element_type))
         if held is not None:
-            return TensorType(element_type(np.dtype(held)), t.get_shape(), t.encoding)
+            return TensorType(element_type(held), t.get_shape(), t.encoding)
         if str(numpy_dtype(t.element_type)) not in _TPU_ELEMENTS:
             raise LoweringError(
                 f"{describe(op)} holds {t.element_type} tensors, which TPU ops cannot hold; "

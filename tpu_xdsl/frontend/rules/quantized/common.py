@@ -188,6 +188,22 @@ def never_negative(value: SSAValue) -> bool:
     return "do_relu" in attrs and bool(getattr(attrs["do_relu"], "value", None) and attrs["do_relu"].value.data)
 
 
+def kept_relu(ctx: NodeContext, value: SSAValue, zero: np.ndarray | None, dtype: np.dtype,
+              found: TensorScale | None, name: str) -> SSAValue:
+    """`value` through the ReLU onnxruntime drops where a quantization's codes start at 0
+    (the zero point is the code type's lowest, 8 or 16 bits, per tensor or per axis: the
+    codes clamp), before a QuantizeLinear or fused into a QLinear op: TOP keeps it, so float
+    stages compute what the model does. The producer shares the range `found` (when the
+    codes are recorded), so that top-fuse-relu can fuse the two."""
+    lowest = np.iinfo(dtype).min if dtype.kind in "iu" else None  # not float8's codes
+    if lowest is None or not np.all((0 if zero is None else np.asarray(zero)) == lowest) or never_negative(value):
+        return value
+    if found is not None:
+        quantization(ctx.importer).record(value, found, ctx.where)
+    (relu,) = ctx.emit("relu", [value], name=name)
+    return relu
+
+
 def quantized_output(ctx: NodeContext, op_type: str, inputs: list[str], scale_at: int | None,
                       zero_at: int | None, **kwargs) -> None:
     """The float `op_type` as this node's output 0 under `{output}_real`, its codes'
@@ -208,14 +224,8 @@ def quantized_output(ctx: NodeContext, op_type: str, inputs: list[str], scale_at
         return
     if scale.size == 1 and dtype in CODE_TYPES and real.ssa is not None:
         state.code_scales[out] = found = TensorScale.of(scale, zero, dtype)
-        value = real.ssa
-        if found.unsigned_zero_point == 0 and not never_negative(value):
-            # onnxruntime fuses a ReLU into a QLinear op whose codes start at 0 (the zero
-            # point clamps), as it removes one before a QuantizeLinear: TOP keeps it, so
-            # float stages compute what the model does (see qdq.quantize_linear).
-            state.record(value, found, ctx.where)
-            (value,) = ctx.emit("relu", [value], name=f"{out}_relu")
-            real = replace(real, ssa=value)
+        value = kept_relu(ctx, real.ssa, zero, dtype, found, f"{out}_relu")
         state.record(value, found, ctx.where)
+        real = replace(real, ssa=value)
     state.real_values[out] = float(np.asarray(scale).reshape(-1)[0])
     ctx.importer.values[out] = real

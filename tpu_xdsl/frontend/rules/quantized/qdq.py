@@ -12,7 +12,7 @@ from tpu_xdsl.frontend.rules.quantized.common import (
     code_scale,
     emit_codes,
     is_graph_output,
-    never_negative,
+    kept_relu,
     real_input,
 )
 from tpu_xdsl.frontend.rules.quantized.model import (
@@ -35,20 +35,10 @@ def quantize_linear(ctx: NodeContext) -> None:
         emit_codes(ctx, value, scale, zero, dtype, int(ctx.attr("axis", 1)) % max(rank, 1))
         return
     state = quantization(ctx.importer)
-    lowest = np.iinfo(dtype).min if dtype.kind in "iu" else None  # not float8's codes
-    codes_from_zero = lowest is not None and bool(np.all((0 if zero is None else np.asarray(zero)) == lowest))
-    recorded = scale.size == 1 and dtype in CODE_TYPES
-    if recorded:
-        found = state.code_scales[ctx.output_name(0)] = TensorScale.of(scale, zero, dtype)
-    if codes_from_zero and not never_negative(value):
-        # onnxruntime removes a ReLU before a quantization whose codes start at 0 (the
-        # zero point clamps; 8 or 16 bits, per tensor or per axis): TOP keeps it, so float
-        # stages compute what the model does. The producer shares the range, so that
-        # top-fuse-relu can fuse the two.
-        if recorded:
-            state.record(value, found, ctx.where)
-        (value,) = ctx.emit("relu", [value], name=f"{ctx.node.input[0]}_relu")
-    if recorded:
+    found = TensorScale.of(scale, zero, dtype) if scale.size == 1 and dtype in CODE_TYPES else None
+    value = kept_relu(ctx, value, zero, dtype, found, f"{ctx.node.input[0]}_relu")
+    if found is not None:
+        state.code_scales[ctx.output_name(0)] = found
         state.record(value, found, ctx.where)
     else:
         state.unscaled.append(ctx.node.name or ctx.output_name(0))
