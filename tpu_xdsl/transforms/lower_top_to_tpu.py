@@ -82,7 +82,6 @@ from tpu_xdsl.transforms.lowering.int8_pool import (
 from tpu_xdsl.transforms.lowering.quantize_table import read_quantize_table
 from tpu_xdsl.transforms.matching import sync_function_type
 from tpu_xdsl.transforms.top_dce import TopDce
-from tpu_xdsl.weights import create_weight, weight_name, weights_of
 
 __all__ = ["FLOAT_MODES", "LowerTopToTpuPass", "LoweringError", "lower_top_to_tpu"]
 
@@ -170,7 +169,6 @@ def lower_top_to_tpu(
         report.notes.extend(_keep_model_float_ops(module, table, chip))
     if table:
         _move_in_float_between_float_ops(module, table)
-    _narrow_constant_indices(module)
     _hold_integer_inputs(module)
     per_channel = int8 and not per_tensor_activations and not asymmetric
     if per_channel and not _has_channel_ranges(module):
@@ -365,31 +363,6 @@ def _unique(name: str, taken: set[str]) -> str:
         found = f"{name}_{count}"
     taken.add(found)
     return found
-
-
-# The ops whose operand 1 is an index tensor, and TPU ops hold no int64: such indices,
-# constant (torch's index_select, gather on a buffer), are stored as int32.
-_INDEX_OPERANDS = {"top.gather": 1, "top.gather_elements": 1, "top.scatter_nd": 1}
-
-
-def _narrow_constant_indices(module: ModuleOp) -> None:
-    """Constant int64 indices read only as indices become int32 weights (ONNX takes either;
-    every index into a tensor the device holds fits)."""
-    store = weights_of(module)
-    for op in list(main_func(module).body.block.ops):
-        result = op.results[0] if op.name == "top.weight" else None
-        if result is None or not isinstance(result.type, TensorType):
-            continue
-        if numpy_dtype(result.type.element_type) != np.int64 or not result.uses:
-            continue
-        if any(_INDEX_OPERANDS.get(use.operation.name) != use.index for use in result.uses):
-            continue
-        values = np.asarray(store[weight_name(op)])
-        if values.size and (values.min() < np.iinfo(np.int32).min or values.max() > np.iinfo(np.int32).max):
-            continue  # out of any tensor's range: the kernel says so
-        narrowed = create_weight(module, f"{weight_name(op)}_i32", values.astype(np.int32), insert_before=op)
-        result.replace_all_uses_with(narrowed)
-        Rewriter.erase_op(op)
 
 
 @dataclass
